@@ -1,0 +1,128 @@
+"""Shapes every stage shares.
+
+Wire data (OpenAI request bodies, chunks, messages) stay plain orjson dicts,
+typed loosely as TypedDicts/aliases; our own values (Profile, ToolCall,
+Observation) are frozen dataclasses. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+# --- wire shapes (OpenAI) ---------------------------------------------------
+
+JSON = dict[str, Any]
+ChatRequest = dict[str, Any]
+"""An OpenAI chat.completions request body as decoded from the client."""
+Message = dict[str, Any]
+ToolDef = dict[str, Any]
+"""`{"type": "function", "function": {"name", "description", "parameters"}}`."""
+Chunk = dict[str, Any]
+"""One `chat.completion.chunk` object."""
+
+
+class FunctionCallWire(TypedDict, total=False):
+    name: str
+    arguments: str
+
+
+class ToolCallWire(TypedDict, total=False):
+    id: str
+    type: str
+    index: int
+    function: FunctionCallWire
+
+
+ToolMode = Literal["auto", "native", "off", "emulate"]
+InvalidPolicy = Literal["drop", "repair", "keep"]
+ReasoningPolicy = Literal["pass", "strip", "move"]
+Fallback = Literal["off", "emulate"]
+
+
+# --- our values -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SchemaRewrite:
+    """How tool parameter schemas are rewritten before they go upstream."""
+
+    drop_keywords: tuple[str, ...] = ()
+    inline_refs: bool = False
+    collapse_nullable: bool = False
+    max_description_chars: int | None = None
+
+
+@dataclass(frozen=True)
+class SystemPrompt:
+    prepend: str | None = None
+    append: str | None = None
+    replace: str | None = None
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What the proxy does for one model: the resolved capabilities entry.
+
+    `sources` maps each field name that did not come from the built-in
+    default to where it came from ("models:qwen3*", "learned", "defaults").
+    """
+
+    model: str
+    tools: ToolMode = "auto"
+    max_tools: int | None = 64
+    invalid_tool_calls: InvalidPolicy = "drop"
+    allow_tools: tuple[str, ...] | None = None
+    deny_tools: tuple[str, ...] = ()
+    rename: tuple[tuple[str, str], ...] = ()
+    """(client name, upstream name) pairs."""
+    schema: SchemaRewrite = SchemaRewrite()
+    system_prompt: SystemPrompt = SystemPrompt()
+    system_role: bool = True
+    drop_tool_choice: tuple[str, ...] = ()
+    """tool_choice kinds the model can't honour: "none", "auto", "required", "function"."""
+    parallel_tool_calls: bool | None = None
+    """False: the model can't honour the parameter; it is not sent upstream."""
+    tool_format: str | None = None
+    fallback: Fallback = "off"
+    """Where `auto` steps down to when the backend refuses tools."""
+    recover_text_calls: bool = True
+    reasoning: ReasoningPolicy = "pass"
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A complete tool call, arguments as the JSON text the client will see."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A finding of a stage, handed to learning.py / metrics by chat.py.
+
+    kind is one of: "tools_refused", "tool_choice_refused", "rung_used",
+    "text_calls_recovered", "call_dropped", "call_repaired", "tools_stripped",
+    "probe".
+    """
+
+    model: str
+    kind: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one upstream attempt treats tools: the rung of the retry ladder.
+
+    native: tools go upstream (after rewrites); off: stripped, history flattened
+    to text; emulate: described in the system prompt in `tool_format`.
+    drop_tool_choice: the backend refused the client's tool_choice value.
+    """
+
+    tools: Literal["native", "off", "emulate"] = "native"
+    drop_tool_choice: bool = False
