@@ -1,0 +1,123 @@
+"""Turn a request's observations into facts worth remembering under `learned:`.
+
+Pure: observations in, LearnedFact values out; the caller supplies the time.
+Only findings that change how the next request is handled become facts
+(a refused rung, a refused tool_choice value, a recovered text format, a probe
+answer); counts such as dropped or repaired calls belong to metrics, not here.
+Writing facts to disk is capabilities/store.py's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from proxy.types import Observation
+
+FactSource = Literal["runtime_error", "probe", "observed"]
+
+
+@dataclass(frozen=True)
+class LearnedFact:
+    model: str
+    fields: Mapping[str, Any]
+    source: FactSource
+    at: str
+    evidence: str | None = None
+    upstream: str | None = None
+
+
+_Fields = tuple[dict[str, Any], FactSource, str | None]
+
+
+def _tools_refused(detail: Mapping[str, Any]) -> _Fields | None:
+    rung = detail.get("rung")
+    if rung not in ("off", "emulate"):
+        return None
+    return {"tools": rung}, "runtime_error", _text(detail.get("evidence"))
+
+
+def _tool_choice_refused(detail: Mapping[str, Any]) -> _Fields | None:
+    value = detail.get("value")
+    if not isinstance(value, str) or not value:
+        return None
+    return {"drop_tool_choice": [value]}, "runtime_error", _text(detail.get("evidence"))
+
+
+def _text_calls_recovered(detail: Mapping[str, Any]) -> _Fields | None:
+    name = detail.get("format")
+    if not isinstance(name, str) or not name:
+        return None
+    return {"tool_format": name}, "observed", _text(detail.get("evidence"))
+
+
+def _probe(detail: Mapping[str, Any]) -> _Fields | None:
+    tools = detail.get("tools")
+    if not isinstance(tools, bool):
+        return None
+    return {"tools": "native" if tools else "off"}, "probe", _text(detail.get("evidence"))
+
+
+# Observation kind -> fact; kinds not listed (call_dropped, rung_used, ...) are counts.
+_RULES: Mapping[str, Callable[[Mapping[str, Any]], _Fields | None]] = {
+    "tools_refused": _tools_refused,
+    "tool_choice_refused": _tool_choice_refused,
+    "text_calls_recovered": _text_calls_recovered,
+    "probe": _probe,
+}
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def facts_from(
+    observations: Sequence[Observation], at: str, upstream: str | None
+) -> list[LearnedFact]:
+    """The distinct facts the observations imply, in observation order."""
+    facts: list[LearnedFact] = []
+    seen: set[tuple[str, str]] = set()
+    for obs in observations:
+        rule = _RULES.get(obs.kind)
+        found = rule(obs.detail) if rule is not None else None
+        if found is None:
+            continue
+        fields, source, evidence = found
+        key = (obs.model, repr(sorted(fields.items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        facts.append(LearnedFact(obs.model, fields, source, at, evidence, upstream))
+    return facts
+
+
+def fact_is_news(entry: object | None, fact: LearnedFact) -> bool:
+    """Whether `fact` would change the model's learned entry (a mapping or pydantic model).
+
+    Only behaviour fields count: a repeat of a known fact with a new time or
+    evidence is not news, so the file is not rewritten for every request.
+    """
+    known = _as_mapping(entry)
+    for name, value in fact.fields.items():
+        current = known.get(name)
+        if isinstance(value, (list, tuple)):
+            have = current if isinstance(current, (list, tuple)) else ()
+            if any(item not in have for item in value):
+                return True
+        elif current != value:
+            return True
+    return False
+
+
+def _as_mapping(entry: object | None) -> Mapping[str, Any]:
+    if entry is None:
+        return {}
+    if isinstance(entry, Mapping):
+        return entry
+    dump = getattr(entry, "model_dump", None)
+    if callable(dump):
+        result = dump()
+        if isinstance(result, Mapping):
+            return result
+    return {}

@@ -1,0 +1,133 @@
+"""Observations -> learned facts, and which facts are news."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from proxy.learning import LearnedFact, fact_is_news, facts_from
+from proxy.types import Observation
+
+AT = "2026-11-22T10:00:00Z"
+MSG = "registry.ollama.ai/library/gemma3:4b does not support tools"
+
+
+def test_tools_refused_becomes_runtime_error_fact() -> None:
+    obs = Observation("gemma3:4b", "tools_refused", {"rung": "off", "evidence": MSG})
+    assert facts_from([obs], AT, "http://ollama:11434") == [
+        LearnedFact("gemma3:4b", {"tools": "off"}, "runtime_error", AT, MSG, "http://ollama:11434")
+    ]
+
+
+def test_tools_refused_to_emulate() -> None:
+    obs = Observation("m", "tools_refused", {"rung": "emulate", "evidence": MSG})
+    [fact] = facts_from([obs], AT, None)
+    assert fact.fields == {"tools": "emulate"}
+    assert fact.upstream is None
+
+
+def test_tool_choice_refused_records_the_value() -> None:
+    obs = Observation("m", "tool_choice_refused", {"value": "required", "evidence": "x"})
+    [fact] = facts_from([obs], AT, None)
+    assert (fact.fields, fact.source, fact.evidence) == (
+        {"drop_tool_choice": ["required"]}, "runtime_error", "x")
+
+
+def test_recovered_text_format_is_observed() -> None:
+    obs = Observation("m", "text_calls_recovered", {"format": "hermes", "count": 2})
+    [fact] = facts_from([obs], AT, None)
+    assert (fact.fields, fact.source, fact.evidence) == ({"tool_format": "hermes"}, "observed", None)
+
+
+@pytest.mark.parametrize(("tools", "mode"), [(True, "native"), (False, "off")])
+def test_probe_answer(tools: bool, mode: str) -> None:
+    obs = Observation("m", "probe", {"tools": tools, "evidence": "/api/show capabilities: []"})
+    [fact] = facts_from([obs], AT, None)
+    assert (fact.fields, fact.source, fact.evidence) == (
+        {"tools": mode}, "probe", "/api/show capabilities: []")
+
+
+@pytest.mark.parametrize(
+    "obs",
+    [
+        Observation("m", "call_dropped", {"name": "x"}),
+        Observation("m", "call_repaired", {}),
+        Observation("m", "tools_stripped", {"count": 3}),
+        Observation("m", "rung_used", {"rung": "off"}),
+        Observation("m", "tools_refused", {"rung": "native"}),
+        Observation("m", "tools_refused", {}),
+        Observation("m", "tool_choice_refused", {"value": ""}),
+        Observation("m", "text_calls_recovered", {"format": None}),
+        Observation("m", "probe", {"tools": "yes"}),
+        Observation("m", "something_new", {"tools": True}),
+    ],
+)
+def test_counts_and_malformed_details_are_not_facts(obs: Observation) -> None:
+    assert facts_from([obs], AT, None) == []
+
+
+def test_duplicates_collapse_but_models_stay_apart() -> None:
+    a = Observation("a", "tools_refused", {"rung": "off", "evidence": "1"})
+    a2 = Observation("a", "tools_refused", {"rung": "off", "evidence": "2"})
+    b = Observation("b", "tools_refused", {"rung": "off", "evidence": "1"})
+    c = Observation("a", "tool_choice_refused", {"value": "required"})
+    facts = facts_from([a, a2, b, c, c], AT, None)
+    assert [(f.model, dict(f.fields), f.evidence) for f in facts] == [
+        ("a", {"tools": "off"}, "1"),
+        ("b", {"tools": "off"}, "1"),
+        ("a", {"drop_tool_choice": ["required"]}, None),
+    ]
+
+
+def test_input_is_not_mutated() -> None:
+    detail: dict[str, Any] = {"value": "required"}
+    facts_from([Observation("m", "tool_choice_refused", detail)], AT, None)
+    assert detail == {"value": "required"}
+
+
+def fact(**fields: Any) -> LearnedFact:
+    return LearnedFact("m", fields, "runtime_error", AT)
+
+
+class _Entry:
+    """Stands in for a pydantic LearnedEntry."""
+
+    def __init__(self, **data: Any) -> None:
+        self._data = data
+
+    def model_dump(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+def test_fact_is_news() -> None:
+    assert fact_is_news(None, fact(tools="off"))
+    assert fact_is_news({"tools": "emulate"}, fact(tools="off"))
+    assert not fact_is_news({"tools": "off", "at": "old", "evidence": "old"}, fact(tools="off"))
+    assert not fact_is_news(_Entry(tools="off", source="probe"), fact(tools="off"))
+    assert fact_is_news(_Entry(tools="native"), fact(tools="off"))
+
+
+def test_list_fields_are_news_only_for_new_values() -> None:
+    assert not fact_is_news({"drop_tool_choice": ["required", "function"]},
+                            fact(drop_tool_choice=["required"]))
+    assert not fact_is_news(_Entry(drop_tool_choice=("required",)),
+                            fact(drop_tool_choice=["required"]))
+    assert fact_is_news({"drop_tool_choice": ["function"]}, fact(drop_tool_choice=["required"]))
+    assert fact_is_news({"drop_tool_choice": None}, fact(drop_tool_choice=["required"]))
+
+
+@given(st.lists(st.sampled_from([
+    Observation("a", "tools_refused", {"rung": "off", "evidence": "e"}),
+    Observation("b", "probe", {"tools": True}),
+    Observation("a", "text_calls_recovered", {"format": "hermes"}),
+    Observation("a", "call_dropped", {}),
+]), max_size=12))
+def test_facts_are_distinct_and_each_is_news_to_an_empty_entry(obs: list[Observation]) -> None:
+    facts = facts_from(obs, AT, None)
+    keys = [(f.model, tuple(sorted(f.fields.items()))) for f in facts]
+    assert len(keys) == len(set(keys))
+    assert all(fact_is_news(None, f) for f in facts)
+    assert all(not fact_is_news(dict(f.fields), f) for f in facts)
