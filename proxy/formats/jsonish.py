@@ -1,0 +1,215 @@
+"""JSON helpers shared by the format parsers and the response checks.
+
+Owns: strict decoding (orjson), the safe repair ladder for JSON-ish model
+output (formats.md §4, the steps that can be named and never guess), and
+finding where a JSON value ends in a longer text. Every function is pure and
+never raises, whatever the input.
+
+Must not: complete truncated input (unbalanced braces or an unterminated
+string are a cut-off call, not a repairable one), replace every `'` with `"`,
+or invent values.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+# One token of JSON-ish text. Strings are matched whole, escapes included, so a
+# quote or bracket inside a string never counts; a lone quote is a string cut
+# off by truncation.
+_TOKEN = re.compile(
+    r"""(?P<dq>"(?:[^"\\]|\\.)*")"""
+    r"""|(?P<sq>'(?:[^'\\]|\\.)*')"""
+    r"""|(?P<open>[{\[])|(?P<close>[}\]])"""
+    r"""|(?P<comma>,)"""
+    r"""|(?P<ident>[A-Za-z_][A-Za-z0-9_]*)"""
+    r"""|(?P<ws>\s+)"""
+    r"""|(?P<cut>["'])"""
+    r"""|(?P<other>[^"'A-Za-z_,{}\[\]\s]+)""",
+    re.DOTALL,
+)
+_SCAN_STOP = re.compile(r"""[{}\[\]"']""")
+_DQ_BODY = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_SQ_BODY = re.compile(r"'(?:[^'\\]|\\.)*'", re.DOTALL)
+_CONTROL = re.compile(r"[\x00-\x1f]")
+_PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
+_CLOSERS = {"{": "}", "[": "]"}
+_SIMPLE_ESCAPES = {
+    "\\": "\\", "'": "'", '"': '"', "/": "/",
+    "n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f",
+}
+_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+
+
+def loads_strict(text: str) -> Any | None:
+    """Strict JSON; None on failure (note: JSON `null` also gives None)."""
+    try:
+        return orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+
+
+def loads_object(text: str) -> dict[str, Any] | None:
+    """Strict JSON that must be an object."""
+    value = loads_strict(text)
+    return value if isinstance(value, dict) else None
+
+
+def loads_lenient(text: str) -> tuple[Any, tuple[str, ...]] | None:
+    """Strict JSON, else the named repair ladder; (value, fixes) or None.
+
+    Fixes: "trailing_comma", "single_quotes", "python_literals",
+    "control_characters" (raw newlines/tabs inside strings) and
+    "string_in_string" (a top-level JSON string holding an object or array,
+    as some models double-encode `arguments`, decoded once).
+    """
+    result = _ladder(text)
+    if result is None:
+        return None
+    value, fixes = result
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        inner = _ladder(value)
+        if inner is not None and isinstance(inner[0], (dict, list)):
+            return inner[0], fixes + ("string_in_string",) + inner[1]
+    return value, fixes
+
+
+def scan_json_value(text: str, start: int) -> int | None:
+    """Index just past the value opening at text[start] ('{' or '['), or None.
+
+    Strings in either quote style are skipped whole; None when the value is
+    not closed (truncated) or a closer does not match its opener.
+    """
+    if not 0 <= start < len(text) or text[start] not in _CLOSERS:
+        return None
+    stack: list[str] = []
+    pos = start
+    while (match := _SCAN_STOP.search(text, pos)) is not None:
+        char, pos = match.group(), match.start()
+        if char in _CLOSERS:
+            stack.append(_CLOSERS[char])
+        elif char in "}]":
+            if stack.pop() != char:
+                return None
+            if not stack:
+                return pos + 1
+        else:
+            body = (_DQ_BODY if char == '"' else _SQ_BODY).match(text, pos)
+            if body is None:
+                return None
+            pos = body.end()
+            continue
+        pos += 1
+    return None
+
+
+def _ladder(text: str) -> tuple[Any, tuple[str, ...]] | None:
+    try:
+        return orjson.loads(text), ()
+    except (orjson.JSONDecodeError, TypeError):
+        pass
+    if not isinstance(text, str):
+        return None
+    rewritten = _rewrite(text)
+    if rewritten is None:
+        return None
+    cleaned, fixes = rewritten
+    if not fixes:
+        return None
+    value = loads_strict(cleaned)
+    if value is None and cleaned.strip() != "null":
+        return None
+    return value, fixes
+
+
+def _rewrite(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """Apply the text-level fixes outside strings; None if truncated."""
+    tokens = [(m.lastgroup or "", m.group()) for m in _TOKEN.finditer(text)]
+    out: list[str] = []
+    fixes: set[str] = set()
+    stack: list[str] = []
+    last_sig = ""
+    for i, (kind, tok) in enumerate(tokens):
+        if kind == "cut":
+            return None
+        if kind == "open":
+            stack.append(_CLOSERS[tok])
+        elif kind == "close":
+            if not stack or stack.pop() != tok:
+                return None
+        elif kind == "sq":
+            decoded = _python_string(tok[1:-1])
+            if decoded is None:
+                return None
+            tok = decoded
+            fixes.add("single_quotes")
+        elif kind == "dq" and _CONTROL.search(tok):
+            # Literal newlines/tabs inside strings (code arguments) are
+            # unambiguous: escape them (formats.md §4 step 2).
+            tok = _CONTROL.sub(_escape_control, tok)
+            fixes.add("control_characters")
+        elif kind == "ident" and tok in _PY_LITERALS:
+            tok = _PY_LITERALS[tok]
+            fixes.add("python_literals")
+        elif kind == "comma" and last_sig not in ("{", "[", ",") and _closes_next(tokens, i):
+            fixes.add("trailing_comma")
+            last_sig = ","
+            continue
+        if kind != "ws":
+            last_sig = tok[-1:]
+        out.append(tok)
+    if stack:
+        return None
+    return "".join(out), tuple(sorted(fixes))
+
+
+def _closes_next(tokens: list[tuple[str, str]], i: int) -> bool:
+    for kind, _ in tokens[i + 1:]:
+        if kind != "ws":
+            return kind == "close"
+    return False
+
+
+def _python_string(body: str) -> str | None:
+    """The inside of a Python single-quoted literal as a JSON string; None if unsure."""
+    out: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        char = body[i]
+        if char != "\\":
+            out.append(char)
+            i += 1
+            continue
+        code = body[i + 1] if i + 1 < n else ""
+        if code in _SIMPLE_ESCAPES:
+            out.append(_SIMPLE_ESCAPES[code])
+            i += 2
+            continue
+        width = _HEX_ESCAPES.get(code)
+        digits = body[i + 2:i + 2 + width] if width else ""
+        if not width or len(digits) != width or not _is_hex(digits):
+            # Python would keep an unknown escape literally; JSON would not:
+            # ambiguous (formats.md §4 step 4), so no repair.
+            return None
+        point = int(digits, 16)
+        if point > 0x10FFFF:
+            return None
+        out.append(chr(point))
+        i += 2 + width
+    try:
+        # Join JSON-style surrogate pairs; a lone surrogate cannot be encoded.
+        joined = "".join(out).encode("utf-16", "surrogatepass").decode("utf-16")
+        return orjson.dumps(joined).decode()
+    except (UnicodeError, orjson.JSONEncodeError):
+        return None
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _is_hex(digits: str) -> bool:
+    return all(c in "0123456789abcdefABCDEF" for c in digits)
