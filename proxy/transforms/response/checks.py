@@ -1,0 +1,145 @@
+"""Checking one complete tool call against the tools the client offered.
+
+Owns: the verdict on a call (name offered, arguments a JSON object valid
+against the client's own `parameters` schema) under the `invalid_tool_calls`
+policy, and `SchemaCache`, the compiled-validator cache the app creates once.
+
+Must not: raise on bad model output, mutate inputs, do I/O, or hold module
+state. Repairs live in `repair.py`; streaming in `assembly.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from cachetools import LRUCache
+from jsonschema import exceptions as schema_errors  # type: ignore[import-untyped]
+from jsonschema.validators import validator_for  # type: ignore[import-untyped]
+
+from proxy.formats.jsonish import loads_strict
+from proxy.transforms.response.repair import repair_arguments, repair_name, repair_to_schema
+from proxy.types import JSON, InvalidPolicy
+
+_MAX_REASON = 160
+
+
+@dataclass(frozen=True)
+class CallVerdict:
+    """ok: emit the call (as `name`, `arguments`); else dropped for `reason`.
+
+    Under "keep" an invalid call is ok with `reason` still saying what is wrong.
+    """
+
+    ok: bool
+    name: str
+    arguments: str
+    fixes: tuple[str, ...] = ()
+    reason: str | None = None
+
+
+class SchemaCache:
+    """Compiled validators keyed by the schema's canonical bytes (LRU).
+
+    Agents resend the same tools every turn, so compiling once per schema
+    matters; `None` is cached for a schema jsonschema itself rejects (the
+    client's mistake: its calls are not checked against it).
+    """
+
+    def __init__(self, maxsize: int = 512) -> None:
+        self._validators: LRUCache[bytes, Any] = LRUCache(maxsize=maxsize)
+
+    def validator(self, schema: Any) -> Any:
+        try:
+            key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+        except (orjson.JSONEncodeError, TypeError):
+            return None
+        if key in self._validators:
+            return self._validators[key]
+        compiled = _compile(schema)
+        self._validators[key] = compiled
+        return compiled
+
+
+def check_call(
+    name: str,
+    arguments: str,
+    offered: Mapping[str, JSON],
+    policy: InvalidPolicy,
+    reverse_rename: Mapping[str, str],
+    cache: SchemaCache,
+) -> CallVerdict:
+    """Verdict on one complete call; `offered` maps client name -> parameters.
+
+    Empty or blank arguments count as "{}": Ollama sends {} for zero-argument
+    calls and vLLM may send "", the same intent. A rename is always reversed
+    (configured, not a repair).
+    """
+    client = reverse_rename.get(name, name)
+    fixes: tuple[str, ...] = ()
+    if client not in offered:
+        fixed = repair_name(client, offered, reverse_rename) if policy == "repair" else None
+        if fixed is None:
+            return _invalid(policy, client, arguments, "unknown_tool")
+        client, fixes = fixed, ("name_case",)
+    text = arguments if arguments.strip() else "{}"
+    parsed = loads_strict(text)
+    if not isinstance(parsed, dict):
+        reason = "bad_json" if parsed is None and text.strip() != "null" else "not_an_object"
+        repaired = repair_arguments(text) if policy == "repair" else None
+        if repaired is None:
+            return _invalid(policy, client, arguments, reason, fixes)
+        parsed, fixes = repaired[0], fixes + repaired[1]
+    schema = offered[client]
+    error = _schema_error(cache, schema, parsed)
+    if error is not None and policy == "repair":
+        parsed, schema_fixes = repair_to_schema(parsed, schema)
+        if schema_fixes:
+            fixes = fixes + schema_fixes
+            error = _schema_error(cache, schema, parsed)
+    if error is not None:
+        return _invalid(policy, client, arguments, f"schema: {error}", fixes)
+    if fixes and fixes != ("name_case",):
+        text = orjson.dumps(parsed).decode()
+    return CallVerdict(True, client, text, fixes)
+
+
+def _invalid(
+    policy: InvalidPolicy, name: str, arguments: str, reason: str, fixes: tuple[str, ...] = ()
+) -> CallVerdict:
+    if policy == "keep":
+        return CallVerdict(True, name, arguments, (), reason)
+    return CallVerdict(False, name, arguments, fixes, reason)
+
+
+def _compile(schema: Any) -> Any:
+    if schema is None:
+        schema = {}
+    try:
+        cls = validator_for(schema)
+        cls.check_schema(schema)
+        return cls(schema)
+    except (schema_errors.SchemaError, TypeError, AttributeError):
+        return None
+
+
+def _schema_error(cache: SchemaCache, schema: Any, instance: dict[str, Any]) -> str | None:
+    validator = cache.validator(schema)
+    if validator is None:
+        return None
+    try:
+        error = schema_errors.best_match(validator.iter_errors(instance))
+    except (schema_errors.UnknownType, schema_errors.FormatError, LookupError):
+        # An unresolvable $ref or custom type is the client's schema problem.
+        return None
+    except Exception as exc:  # noqa: BLE001 - referencing errors have no stable public base
+        if type(exc).__module__.startswith(("jsonschema", "referencing")):
+            return None
+        raise
+    if error is None:
+        return None
+    where = "/".join(str(part) for part in error.absolute_path)
+    message = f"{where}: {error.message}" if where else str(error.message)
+    return message[:_MAX_REASON]
