@@ -1,0 +1,217 @@
+"""Finding call blocks in a reply and splicing recovered ones out of it.
+
+Owns what the per-format parsers share: where a call may not start (code
+fences of an answer, inline code spans, closed reasoning blocks), the scan
+that offers each candidate start to a format's block parser, putting the text
+back together (unknown-tool blocks verbatim, control tokens dropped), turning
+a decoded JSON call object into name + arguments, and the tool list every
+`render_tools` prints. Must not: know any particular format, repair JSON
+itself (that is jsonish), or raise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from proxy.formats.base import ParseResult, ParsedCall, remaining_text
+from proxy.formats.jsonish import loads_lenient
+from proxy.types import JSON, ToolDef
+
+_FENCE_LINE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*([^\n]*)$", re.MULTILINE)
+_INLINE_CODE = re.compile(r"(?<!`)(`{1,2})(?!`)([^\n]+?)(?<!`)\1(?!`)")
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_JSON_INFO = ("json", "json5", "jsonc")
+_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+
+
+@dataclass(frozen=True)
+class Block:
+    """A recognised call block: text[start:end] is replaced by `keep`.
+
+    No calls means the block named no offered tool: keep is its raw text.
+    """
+
+    start: int
+    end: int
+    calls: tuple[ParsedCall, ...]
+    keep: str = ""
+
+
+def protected_spans(text: str) -> list[tuple[int, int]]:
+    """Regions where markup is an example, not a call (formats.md §1)."""
+    spans = _fence_spans(text)
+    spans += [(m.start(), m.end()) for m in _INLINE_CODE.finditer(text)]
+    spans += [(m.start(), m.end()) for m in _THINK.finditer(text)]
+    close = text.find("</think>")
+    if close >= 0 and "<think>" not in text[:close]:
+        # Thinking forced open by the prompt: only the close tag appears.
+        spans.append((0, close + len("</think>")))
+    return sorted(spans)
+
+
+def _fence_spans(text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    opened: tuple[int, str, str] | None = None
+    for match in _FENCE_LINE.finditer(text):
+        run, info = match.group(1), match.group(2).strip()
+        if opened is None:
+            opened = (match.start(), run, info)
+        elif run[0] == opened[1][0] and len(run) >= len(opened[1]):
+            # Lenient close: DeepSeek writes the close fence and a token on one line.
+            if _is_example(text, opened[0], match.end(), opened[2]):
+                spans.append((opened[0], match.end()))
+            opened = None
+    if opened is not None and _is_example(text, opened[0], len(text), opened[2]):
+        spans.append((opened[0], len(text)))
+    return spans
+
+
+def _is_example(text: str, start: int, end: int, info: str) -> bool:
+    """A fence with a non-JSON info string, unless it wraps the whole reply."""
+    word = info.split()[0].lower() if info.split() else ""
+    if not word or word in _JSON_INFO:
+        return False
+    return bool(text[:start].strip() or text[end:].strip())
+
+
+def _inside(spans: Sequence[tuple[int, int]], pos: int) -> int | None:
+    """End of the protected span holding pos, if any."""
+    for start, end in spans:
+        if start <= pos < end:
+            return end
+    return None
+
+
+def marker_pattern(markers: Iterable[str]) -> re.Pattern[str]:
+    """A pattern matching any of the literal markers, longest first."""
+    ordered = sorted(set(markers), key=len, reverse=True)
+    return re.compile("|".join(re.escape(m) for m in ordered))
+
+
+def find_blocks(
+    text: str, starts: re.Pattern[str], parse_at: Callable[[str, int], Block | None]
+) -> list[Block]:
+    """Offer every unprotected start to parse_at; blocks never overlap."""
+    protected = protected_spans(text)
+    blocks: list[Block] = []
+    pos = 0
+    while (match := starts.search(text, pos)) is not None:
+        at = match.start()
+        skip = _inside(protected, at)
+        if skip is not None:
+            pos = max(skip, at + 1)
+            continue
+        block = parse_at(text, at)
+        if block is None:
+            pos = at + 1
+            continue
+        blocks.append(block)
+        pos = max(block.end, at + 1)
+    return blocks
+
+
+def splice(text: str, blocks: Sequence[Block], drop: Sequence[str] = ()) -> ParseResult:
+    """Remove recovered blocks; unknown-tool blocks stay; control tokens go."""
+    pieces: list[str] = []
+    calls: list[ParsedCall] = []
+    pos = 0
+    for block in blocks:
+        pieces.append(_drop_tokens(text[pos:block.start], drop))
+        pieces.append(block.keep)
+        calls.extend(block.calls)
+        pos = block.end
+    pieces.append(_drop_tokens(text[pos:], drop))
+    return ParseResult(calls=tuple(calls), text=remaining_text(pieces))
+
+
+def _drop_tokens(piece: str, drop: Sequence[str]) -> str:
+    for token in drop:
+        piece = piece.replace(token, " ")
+    return piece
+
+
+def section_block(
+    text: str,
+    start: int,
+    end: int,
+    parts: Sequence[tuple[ParsedCall, str]],
+    tools: Mapping[str, JSON],
+) -> Block:
+    """A block holding several calls: offered ones recovered, the rest kept.
+
+    parts pairs each call with its raw text. If no call names an offered
+    tool, the whole block stays verbatim.
+    """
+    known = tuple(call for call, _ in parts if call.name in tools)
+    if not known:
+        return Block(start, end, (), text[start:end])
+    keep = "\n".join(raw for call, raw in parts if call.name not in tools)
+    return Block(start, end, known, keep)
+
+
+def valid_name(name: str) -> bool:
+    """A plausible function name (rejects template leaks and prose)."""
+    return _NAME.fullmatch(name) is not None
+
+
+def decode_arguments(value: Any) -> dict[str, Any] | None:
+    """Arguments as written: an object, or a string holding one (decoded once)."""
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, str):
+        if not value.strip():
+            return {}
+        decoded = loads_lenient(value)
+        if decoded is not None and isinstance(decoded[0], dict):
+            return dict(decoded[0])
+    return None
+
+
+def call_from_object(obj: Any) -> ParsedCall | None:
+    """A decoded `{name, arguments|parameters}` object (or OpenAI wrapper) as a call."""
+    if not isinstance(obj, dict):
+        return None
+    function = obj.get("function")
+    if obj.get("type") == "function" and isinstance(function, dict):
+        obj = function
+    name = obj.get("name")
+    if not isinstance(name, str) or not valid_name(name):
+        return None
+    if "arguments" in obj:
+        arguments = decode_arguments(obj["arguments"])
+    elif "parameters" in obj:
+        arguments = decode_arguments(obj["parameters"])
+    else:
+        arguments = {}
+    return None if arguments is None else ParsedCall(name, arguments)
+
+
+def calls_from_array(value: Any) -> list[tuple[ParsedCall, str]] | None:
+    """A decoded JSON array of call objects, each with its JSON text; None if any is not one."""
+    items = value if isinstance(value, list) else [value]
+    parts: list[tuple[ParsedCall, str]] = []
+    for item in items:
+        call = call_from_object(item)
+        if call is None:
+            return None
+        parts.append((call, orjson.dumps(item).decode()))
+    return parts or None
+
+
+def tool_list(tools: Sequence[ToolDef]) -> str:
+    """The offered tools as the JSON lines most templates print."""
+    lines = []
+    for tool in tools:
+        function = tool.get("function", tool)
+        lines.append(orjson.dumps(function).decode())
+    return "\n".join(lines)
+
+
+def dumps(value: Any) -> str:
+    """JSON the way the model templates write it: non-ASCII kept."""
+    return orjson.dumps(value).decode()

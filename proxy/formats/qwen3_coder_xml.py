@@ -1,0 +1,183 @@
+"""Qwen3-Coder XML tool calls (`<function=NAME><parameter=KEY>…`), formats.md §3.2.
+
+Owns: parsing and rendering the Qwen3-Coder / Seed-OSS markup. Values are raw
+text typed by the offered schema (xml_values). Must not: use an XML parser
+(values are unescaped), accept a `</parameter>` that is followed by more
+value text, or execute a call whose function block is cut off.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.blocks import (
+    Block, find_blocks, marker_pattern, section_block, splice, tool_list, valid_name,
+)
+from proxy.formats.xml_values import convert, known_key, property_schema, render_value
+from proxy.types import JSON, ToolDef
+
+_CLOSERS = {"<tool_call>": "</tool_call>", "<seed:tool_call>": "</seed:tool_call>"}
+_FUNCTION = re.compile(r"<function=([^>\n]*)>")
+_PARAMETER = re.compile(r"<parameter=([^>\n]*)>")
+_LINE_PARAMETER = re.compile(r"\n<parameter=([^>\n]*)>")
+_PARAM_CLOSE = "</parameter>"
+
+_INSTRUCTIONS = """\
+# Tools
+
+You have access to the following functions:
+
+<tools>
+{tools}
+</tools>
+
+If you choose to call a function ONLY reply in the following format with NO suffix:
+
+<tool_call>
+<function=example_function_name>
+<parameter=example_parameter_1>
+value_1
+</parameter>
+<parameter=example_parameter_2>
+This is the value for the second parameter
+that can span
+multiple lines
+</parameter>
+</function>
+</tool_call>
+
+Reminder:
+- Function calls MUST follow the specified format: an inner <function=...></function> block must be nested within <tool_call></tool_call> XML tags
+- Required parameters MUST be specified
+- You may provide optional reasoning for your function call in natural language BEFORE the function call, but NOT after
+- If there is no function call available, answer the question like normal with your current knowledge and do not tell the user about function calls"""
+
+
+def strip_newlines(raw: str) -> str:
+    """Exactly one leading and one trailing newline belong to the markup."""
+    if raw.startswith("\n"):
+        raw = raw[1:]
+    if raw.endswith("\n"):
+        raw = raw[:-1]
+    return raw
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
+
+
+def _structural_close(text: str, start: int, schema: JSON) -> int | None:
+    """The first `</parameter>` that the markup, not the value, puts there."""
+    pos = start
+    while (at := text.find(_PARAM_CLOSE, pos)) >= 0:
+        after = _skip_ws(text, at + len(_PARAM_CLOSE))
+        nxt = _PARAMETER.match(text, after)
+        if after == len(text) or text.startswith(("</function>", "</tool_call>"), after) or (
+            nxt is not None and known_key(schema, nxt.group(1).strip())
+        ):
+            return at
+        pos = at + 1
+    return None
+
+
+def _value_end(text: str, start: int, schema: JSON) -> tuple[int, int] | None:
+    """(end of the value, where parsing continues); None when cut off."""
+    close = _structural_close(text, start, schema)
+    line = _LINE_PARAMETER.search(text, start)
+    while line is not None and not known_key(schema, line.group(1).strip()):
+        line = _LINE_PARAMETER.search(text, line.start() + 1)
+    # A missing </parameter> is closed by the next parameter at a line start.
+    if line is not None and (close is None or line.start() < close):
+        return line.start() + 1, line.start() + 1
+    if close is None:
+        return None
+    return close, close + len(_PARAM_CLOSE)
+
+
+def _function(text: str, pos: int, tools: Mapping[str, JSON]) -> tuple[ParsedCall, int] | None:
+    """One `<function=…>` block at pos: the call and where it ends."""
+    match = _FUNCTION.match(text, pos)
+    if match is None or not valid_name(match.group(1).strip()):
+        return None
+    name = match.group(1).strip()
+    schema = tools.get(name, {})
+    arguments: dict[str, Any] = {}
+    pos = match.end()
+    while True:
+        pos = _skip_ws(text, pos)
+        param = _PARAMETER.match(text, pos)
+        if param is not None:
+            ends = _value_end(text, param.end(), schema)
+            if ends is None:
+                return None
+            key = param.group(1).strip()
+            raw = strip_newlines(text[param.end():ends[0]])
+            arguments[key] = convert(raw, property_schema(schema, key))
+            pos = ends[1]
+        elif text.startswith("</function>", pos):
+            return ParsedCall(name, arguments), pos + len("</function>")
+        elif text.startswith(("</tool_call>", "<function="), pos):
+            return ParsedCall(name, arguments), pos
+        else:
+            return None
+
+
+def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
+    opener = next((o for o in _CLOSERS if text.startswith(o, at)), None)
+    pos = at + len(opener) if opener else at
+    parts: list[tuple[ParsedCall, str]] = []
+    while True:
+        start = _skip_ws(text, pos)
+        found = _function(text, start, tools) if text.startswith("<function=", start) else None
+        if found is None:
+            break
+        parts.append((found[0], text[start:found[1]]))
+        pos = found[1]
+        if opener is None:
+            break
+    if not parts:
+        return None
+    # The closing tag may be missing at the end; a bare `<function=` block
+    # (opener dropped after prose, ollama#16686) often keeps an orphan close.
+    after = _skip_ws(text, pos)
+    closer = _CLOSERS[opener] if opener else "</tool_call>"
+    if text.startswith(closer, after):
+        pos = after + len(closer)
+    return section_block(text, at, pos, parts, tools)
+
+
+@dataclass(frozen=True)
+class Qwen3CoderXml:
+    name: str = "qwen3_coder_xml"
+    markers: tuple[str, ...] = ("<tool_call>", "<seed:tool_call>", "<function=")
+
+    def render_tools(self, tools: Sequence[ToolDef]) -> str:
+        return _INSTRUCTIONS.format(tools=tool_list(tools))
+
+    def render_calls(self, calls: Sequence[ParsedCall]) -> str:
+        return "\n".join(_render_call(call) for call in calls)
+
+    def render_result(self, name: str, content: str) -> str:
+        return f"<tool_response>\n{content}\n</tool_response>"
+
+    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
+        starts = marker_pattern(self.markers)
+        blocks = find_blocks(text, starts, lambda t, at: _parse_at(t, at, tools))
+        return splice(text, blocks)
+
+
+def _render_call(call: ParsedCall) -> str:
+    params = "".join(
+        f"<parameter={key}>\n{render_value(value)}\n</parameter>\n"
+        for key, value in call.arguments.items()
+    )
+    return f"<tool_call>\n<function={call.name}>\n{params}</function>\n</tool_call>"
+
+
+FORMAT = Qwen3CoderXml()
