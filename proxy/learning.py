@@ -28,6 +28,9 @@ class LearnedFact:
     upstream: str | None = None
 
 
+# The values capabilities.yaml accepts under drop_tool_choice.
+_TOOL_CHOICE_KINDS = ("none", "auto", "required", "function")
+
 _Fields = tuple[dict[str, Any], FactSource, str | None]
 
 
@@ -40,7 +43,7 @@ def _tools_refused(detail: Mapping[str, Any]) -> _Fields | None:
 
 def _tool_choice_refused(detail: Mapping[str, Any]) -> _Fields | None:
     value = detail.get("value")
-    if not isinstance(value, str) or not value:
+    if value not in _TOOL_CHOICE_KINDS:
         return None
     return {"drop_tool_choice": [value]}, "runtime_error", _text(detail.get("evidence"))
 

@@ -60,6 +60,7 @@ def test_probe_answer(tools: bool, mode: str) -> None:
         Observation("m", "tools_refused", {"rung": "native"}),
         Observation("m", "tools_refused", {}),
         Observation("m", "tool_choice_refused", {"value": ""}),
+        Observation("m", "tool_choice_refused", {"value": "get_weather"}),
         Observation("m", "text_calls_recovered", {"format": None}),
         Observation("m", "probe", {"tools": "yes"}),
         Observation("m", "something_new", {"tools": True}),
