@@ -227,5 +227,38 @@ def test_every_entry_or_group_says_why() -> None:
 
 def test_the_project_loader_accepts_the_file() -> None:
     load = pytest.importorskip("proxy.capabilities.load")
-    _caps, problems = load.parse_capabilities(SHIPPED.read_text(encoding="utf-8"), SHIPPED)
+    _caps, problems = load.parse_capabilities(SHIPPED.read_text(encoding="utf-8"), str(SHIPPED))
     assert problems == []
+
+
+# What the project's own resolver makes of the file for real model names,
+# including the cases where two globs layer (deepseek-r1:671b) and names that
+# only match after normalisation (no tag, registry prefix, upper case).
+RESOLVED: dict[str, dict[str, object]] = {
+    "gemma3": {"tools": "emulate", "tool_format": "pythonic", "system_role": False},
+    "registry.ollama.ai/library/gemma3:4b": {"tools": "emulate", "max_tools": 16},
+    "deepseek-r1:8b": {"tools": "auto", "fallback": "emulate", "tool_format": "json_block"},
+    "deepseek-r1:671b": {"fallback": "emulate", "tool_format": "deepseek_v3"},
+    "qwen3-coder:30b": {"tools": "auto", "tool_format": "qwen3_coder_xml"},
+    "qwen3:8b": {"tool_format": "hermes"},
+    "qwen3.5:9b": {"tool_format": "qwen3_coder_xml"},
+    "qwen2.5-coder:7b": {"tool_format": "json_block", "max_tools": 64},
+    "llama3.2": {"tool_format": "llama3_json", "parallel_tool_calls": False, "max_tools": 8},
+    "mistral": {"tools": "auto", "tool_format": "mistral"},
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct": {"tool_format": "qwen3_coder_xml"},
+    "hf.co/unsloth/gemma-3-12b-it-GGUF:Q4_K_M": {
+        "tools": "auto", "fallback": "emulate", "tool_format": "pythonic",
+    },
+    "some-new-model:7b": {"tools": "auto", "tool_format": None, "max_tools": 64},
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESOLVED))
+def test_the_project_resolver_gives_the_intended_profile(name: str) -> None:
+    load = pytest.importorskip("proxy.capabilities.load")
+    resolve = pytest.importorskip("proxy.capabilities.resolve")
+    caps, problems = load.parse_capabilities(SHIPPED.read_text(encoding="utf-8"), str(SHIPPED))
+    assert problems == []
+    profile = resolve.resolve_profile(caps, name)
+    got = {field: getattr(profile, field) for field in RESOLVED[name]}
+    assert got == RESOLVED[name]
