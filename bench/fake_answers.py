@@ -1,0 +1,98 @@
+"""Canned Ollama (>= v0.32.6) answers for the benchmark's fake upstream, as bytes.
+
+Owns the wire shapes only (backends.md 1b, 1c, R3, R7); no sockets, no clock. Models:
+``bench-small`` (short answer; streamed as 2 chunks), ``bench-chunks-N`` and
+``bench-slow-N`` (N content chunks; the server decides the pacing).
+"""
+
+from __future__ import annotations
+
+import re
+
+import orjson
+
+CREATED = 1755000000
+CHUNK_ID = "chatcmpl-527"
+SMALL_PARTS = ("Hello!", " How can I help you today?")
+BENCH_MODELS = ("bench-small", "bench-chunks-64", "bench-slow-64")
+_GIN_JSON = b"application/json; charset=utf-8"
+_MODEL_RE = re.compile(r"^bench-(small|chunks-(\d{1,4})|slow-(\d{1,4}))$")
+
+
+def _event(obj: object) -> bytes:
+    # Ollama's /v1 writer: "data: " + compact JSON + blank line, no "event:" lines.
+    return b"data: " + orjson.dumps(obj) + b"\n\n"
+
+
+def _chunk(model: str, delta: dict[str, str], finish: str | None) -> dict[str, object]:
+    return {"id": CHUNK_ID, "object": "chat.completion.chunk", "created": CREATED,
+            "model": model, "system_fingerprint": "fp_ollama",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def _usage(parts: tuple[str, ...]) -> dict[str, int]:
+    return {"prompt_tokens": 24, "completion_tokens": len(parts),
+            "total_tokens": 24 + len(parts)}
+
+
+def content_parts(model: str) -> tuple[str, ...] | None:
+    """The content deltas a bench model answers with, or None for an unknown model."""
+    m = _MODEL_RE.match(model)
+    if m is None:
+        return None
+    count = int(m.group(2) or m.group(3) or 0)
+    if m.group(1) == "small":
+        return SMALL_PARTS
+    return tuple(f" word{i}" for i in range(max(count, 1)))
+
+
+def stream_events(model: str, parts: tuple[str, ...], include_usage: bool) -> list[bytes]:
+    """R3 framing: role on the first chunk only, finish on its own `delta: {}` chunk."""
+    events = [_event(_chunk(model, {"role": "assistant", "content": parts[0]}, None))]
+    events += [_event(_chunk(model, {"content": p}, None)) for p in parts[1:]]
+    events.append(_event(_chunk(model, {}, "stop")))
+    if include_usage:
+        usage = {**_chunk(model, {}, None), "choices": [], "usage": _usage(parts)}
+        events.append(_event(usage))
+    events.append(b"data: [DONE]\n\n")
+    return events
+
+
+def completion_body(model: str, parts: tuple[str, ...]) -> bytes:
+    body = {"id": CHUNK_ID, "object": "chat.completion", "created": CREATED, "model": model,
+            "system_fingerprint": "fp_ollama",
+            "choices": [{"index": 0,
+                         "message": {"role": "assistant", "content": "".join(parts)},
+                         "finish_reason": "stop"}],
+            "usage": _usage(parts)}
+    return orjson.dumps(body) + b"\n"  # Go's json.Encoder ends with a newline
+
+
+def http_chunk(data: bytes) -> bytes:
+    # Go's net/http flushes each SSE event as one chunk of a chunked body.
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+
+def listing(kind: str) -> bytes:
+    """GET /v1/models (kind "v1") or GET /api/tags (anything else)."""
+    if kind == "v1":
+        data = [{"id": n, "object": "model", "created": CREATED, "owned_by": "library"}
+                for n in BENCH_MODELS]
+        return orjson.dumps({"object": "list", "data": data}) + b"\n"
+    models = [{"name": n, "model": n, "modified_at": "2026-01-01T00:00:00Z", "size": 1,
+               "digest": "0" * 64, "capabilities": ["completion", "tools"],
+               "details": {"format": "gguf", "family": "bench"}} for n in BENCH_MODELS]
+    return orjson.dumps({"models": models})
+
+
+def show(body: bytes) -> tuple[str, bytes, bytes]:
+    """POST /api/show: status, content type, body; the proxy reads `capabilities`."""
+    req = orjson.loads(body or b"{}")
+    name = str(req.get("model") or req.get("name") or "")
+    if content_parts(name) is None:
+        return "404 Not Found", _GIN_JSON, orjson.dumps({"error": f"model '{name}' not found"})
+    return "200 OK", _GIN_JSON, orjson.dumps({
+        "modelfile": "", "template": "{{ .Prompt }}", "details": {"family": "bench"},
+        "model_info": {}, "capabilities": ["completion", "tools"],
+        "modified_at": "2026-01-01T00:00:00Z"})

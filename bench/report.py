@@ -1,0 +1,162 @@
+"""The benchmark's result table: medians over rounds, ratios to direct, target checks.
+
+Owns turning raw samples into text. It runs nothing and measures nothing; the
+targets are the issue's: added p50 at c=1 < 1 ms, W1 c=32 > 1,000 req/s, W3 >= 90%
+of direct's streams/s, proxy RSS < 150 MB.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import statistics
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from load import LoadResult, percentile
+from procs import ServerProbe
+
+
+# Workload names the target checks look up (run.py's WORKLOADS uses them).
+W1_C1, W1_C32, W3 = "W1 small c=1", "W1 small c=32", "W3 200 slow streams"
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    url: str
+    pid: int | None
+
+
+@dataclass(frozen=True)
+class Sample:
+    workload: str
+    target: str
+    round: int
+    result: LoadResult
+    probe: ServerProbe
+
+
+@dataclass(frozen=True)
+class Row:
+    workload: str
+    target: str
+    rate: float
+    p50: float
+    p99: float
+    ttfb50: float
+    ttfb99: float
+    cpu: float
+    rss: float
+    peak: float
+    errors: int
+    first_error: str
+
+
+def _median(samples: list[Sample], metric: Callable[[Sample], float]) -> float:
+    values = [v for v in map(metric, samples) if not math.isnan(v)]
+    return statistics.median(values) if values else math.nan
+
+
+def _cpu_per_request(s: Sample) -> float:
+    if s.probe.pid is None or s.result.completed == 0:
+        return math.nan
+    return s.probe.cpu / s.result.completed
+
+
+def aggregate(samples: list[Sample]) -> list[Row]:
+    """One row per (workload, target), in first-seen order, medians over rounds."""
+    groups: dict[tuple[str, str], list[Sample]] = {}
+    for s in samples:
+        groups.setdefault((s.workload, s.target), []).append(s)
+    rows = []
+    for (workload, target), group in groups.items():
+        def pct(values: Callable[[LoadResult], list[float]], q: float) -> float:
+            return _median(group, lambda s: percentile(values(s.result), q) * 1000)
+        rows.append(Row(
+            workload, target, _median(group, lambda s: s.result.rate),
+            pct(lambda r: r.latencies, 50), pct(lambda r: r.latencies, 99),
+            pct(lambda r: r.ttfbs, 50), pct(lambda r: r.ttfbs, 99),
+            _median(group, _cpu_per_request),
+            _median(group, lambda s: s.probe.rss if s.probe.pid else math.nan),
+            max((s.probe.hwm for s in group), default=0.0) if group[0].probe.pid else math.nan,
+            sum(s.result.errors for s in group),
+            next((s.result.first_error for s in group if s.result.first_error), "")))
+    return rows
+
+
+_COLUMNS = (("workload", 20), ("target", 7), ("per s", 8), ("ratio", 6), ("p50 ms", 7),
+            ("p99 ms", 7), ("+p50", 6), ("+p99", 6), ("ttfb50", 7), ("ttfb99", 7),
+            ("cpu ms/req", 10), ("rss MB", 7), ("peak MB", 7), ("err", 4))
+
+
+def _fmt(value: float, digits: int = 2) -> str:
+    return "-" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def _line(row: Row, direct: Row | None) -> str:
+    base = direct if direct is not None and row.target != "direct" else None
+    ratio = row.rate / base.rate if base else math.nan
+    add50 = row.p50 - base.p50 if base else math.nan
+    add99 = row.p99 - base.p99 if base else math.nan
+    cells = (row.workload, row.target, _fmt(row.rate, 0), _fmt(ratio), _fmt(row.p50),
+             _fmt(row.p99), _fmt(add50), _fmt(add99), _fmt(row.ttfb50), _fmt(row.ttfb99),
+             _fmt(row.cpu, 3), _fmt(row.rss, 0), _fmt(row.peak, 0), str(row.errors))
+    return " ".join(c.rjust(w) if i > 1 else c.ljust(w)
+                    for i, (c, (_, w)) in enumerate(zip(cells, _COLUMNS)))
+
+
+def _find(rows: list[Row], workload: str, target: str) -> Row | None:
+    return next((r for r in rows if r.workload == workload and r.target == target), None)
+
+
+def _checks(rows: list[Row]) -> list[str]:
+    out = []
+    for target in ("proxy", "naive"):
+        c1, c32 = _find(rows, W1_C1, target), _find(rows, W1_C32, target)
+        w3, w3d = _find(rows, W3, target), _find(rows, W3, "direct")
+        d1 = _find(rows, W1_C1, "direct")
+        checks = []
+        if c1 and d1:
+            checks.append(("added p50 c=1 < 1 ms", c1.p50 - d1.p50, c1.p50 - d1.p50 < 1.0))
+        if c32:
+            checks.append(("W1 c=32 > 1000 req/s", c32.rate, c32.rate > 1000))
+        if w3 and w3d:
+            checks.append(("W3 >= 90% of direct", w3.rate / w3d.rate, w3.rate >= 0.9 * w3d.rate))
+        if w3 and target == "proxy":
+            checks.append(("RSS peak < 150 MB", w3.peak, w3.peak < 150))
+        if checks:
+            out.append(f"targets ({target}): " + "; ".join(
+                f"{name}: {_fmt(v)} {'PASS' if ok else 'FAIL'}" for name, v, ok in checks))
+    return out
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def render(samples: list[Sample], targets: list[Target], rounds: int, duration: float,
+           pinned: bool, root: Path) -> str:
+    rows = aggregate(samples)
+    dirty = " (+ uncommitted changes)" if _git(root, "status", "--porcelain", "proxy") else ""
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [f"toolshim bench  commit {_git(root, 'rev-parse', '--short', 'HEAD')}{dirty}"
+             f"  {now}  python {platform.python_version()}",
+             f"{rounds} rounds x {duration:g} s per run (W3 x2), medians;"
+             f" proxy on core 0, load + fake upstream on core 1"
+             + ("" if pinned else "  [NOT PINNED: fewer than 2 cores]"),
+             "per s = req/s (W1) or streams/s; ratio = per s / direct; +p50/+p99 = added"
+             " latency ms; cpu = proxy CPU ms per request or stream",
+             "targets: " + ", ".join(f"{t.name}={t.url}" for t in targets), ""]
+    lines.append(" ".join(n.rjust(w) if i > 1 else n.ljust(w)
+                          for i, (n, w) in enumerate(_COLUMNS)))
+    for row in rows:
+        lines.append(_line(row, _find(rows, row.workload, "direct")))
+    lines += [""] + _checks(rows)
+    lines += [f"errors {r.workload} / {r.target}: {r.errors}, first: {r.first_error}"
+              for r in rows if r.errors]
+    return "\n".join(lines)

@@ -1,0 +1,137 @@
+"""The one benchmark command: ``python bench/run.py [--quick]``.
+
+Owns the experiment: starts the fake upstream (core 1), the proxy and the naive
+baseline forwarder (core 0), then for every workload alternates direct, proxied and
+baseline runs of the load generator (core 1, in this process) for a few rounds and
+prints one table of medians (report.py). Every child is stopped on exit, error or
+Ctrl-C. It does not judge the proxy's answers beyond "complete and 200".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import signal
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from load import LoadSpec, loop_factory, run_load
+from procs import Child, ServerProbe, free_port, pin_self
+from report import W1_C1, W1_C32, W3, Sample, Target, render
+
+ROOT = Path(__file__).resolve().parent.parent
+PROXY_CORE, LOAD_CORE = 0, 1
+CAPABILITIES = 'version: 1\nmodels:\n  "bench-*":\n    tools: native\n'
+# W3: 64 chunks 10 ms apart is ~0.65 s per stream; workers start spread over one stream
+# so completions are uniform in time, not waves that make streams/s depend on phase.
+WORKLOADS: tuple[tuple[str, LoadSpec], ...] = (
+    (W1_C1, LoadSpec("bench-small", False, 1)),
+    (W1_C32, LoadSpec("bench-small", False, 32)),
+    ("W2 64 chunks c=32", LoadSpec("bench-chunks-64", True, 32)),
+    ("W2t +3 tools c=32", LoadSpec("bench-chunks-64", True, 32, tools=True)),
+    (W3, LoadSpec("bench-slow-64", True, 200, ramp=0.7)),
+)
+PROXY_CMD = ("{python} -m proxy --host 127.0.0.1 --port {port} --upstream {upstream}"
+             " --capabilities {caps}")
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="toolshim benchmark (see bench/README.md)")
+    parser.add_argument("--quick", action="store_true", help="2 short rounds, < 1 minute")
+    parser.add_argument("--rounds", type=int, help="rounds per workload (default 3; quick 2)")
+    parser.add_argument("--duration", type=float, help="seconds per run (default 2; quick 0.8)")
+    parser.add_argument("--naive", action=argparse.BooleanOptionalAction, default=None,
+                        help="also run the naive httpx forwarder (default: on unless --quick)")
+    parser.add_argument("--no-proxy", action="store_true", help="skip toolshim itself")
+    parser.add_argument("--only", help="run only workloads whose name contains this")
+    parser.add_argument("--proxy-cmd", default=PROXY_CMD,
+                        help="command template; fields {python} {port} {upstream} {caps}")
+    args = parser.parse_args(argv)
+    args.rounds = args.rounds or (2 if args.quick else 3)
+    args.duration = args.duration or (0.8 if args.quick else 2.0)
+    args.naive = (not args.quick) if args.naive is None else args.naive
+    return args
+
+
+def _start_servers(args: argparse.Namespace, tmp: Path, children: list[Child]) -> list[Target]:
+    py = sys.executable
+    fake = Child("fake upstream", [py, str(ROOT / "bench" / "fake_upstream.py")],
+                 tmp / "fake.log", core=LOAD_CORE)
+    children.append(fake)
+    fake.start(ROOT)
+    upstream = f"http://127.0.0.1:{fake.wait_line('LISTENING', 10).split()[1]}"
+    targets = [Target("direct", upstream, None)]
+    caps = tmp / "capabilities.yaml"
+    caps.write_text(CAPABILITIES)
+    servers: list[tuple[str, list[str]]] = []
+    if not args.no_proxy:
+        servers.append(("proxy", args.proxy_cmd.format(
+            python=py, port="{port}", upstream=upstream, caps=caps).split()))
+    if args.naive:
+        servers.append(("naive", [py, str(ROOT / "bench" / "_naive_forwarder.py"),
+                                  "--port", "{port}", "--upstream", upstream]))
+    for name, argv in servers:
+        port = free_port()
+        child = Child(name, [a.replace("{port}", str(port)) for a in argv],
+                      tmp / f"{name}.log", core=PROXY_CORE)
+        children.append(child)
+        child.start(ROOT)
+        child.wait_http(f"http://127.0.0.1:{port}/healthz", 30)
+        targets.append(Target(name, f"http://127.0.0.1:{port}", child.pid))
+    return targets
+
+
+def _spec_for(spec: LoadSpec, args: argparse.Namespace) -> LoadSpec:
+    warmup = spec.ramp + (0.25 if args.quick else 0.4)
+    duration = args.duration * (2.0 if spec.ramp else 1.0)
+    return dataclasses.replace(spec, warmup=warmup, duration=duration)
+
+
+async def _run_all(targets: list[Target], args: argparse.Namespace) -> list[Sample]:
+    samples: list[Sample] = []
+    workloads = [(n, s) for n, s in WORKLOADS if not args.only or args.only in n]
+    for name, spec in workloads:
+        spec = _spec_for(spec, args)
+        for rnd in range(args.rounds):
+            for target in targets:
+                probe = ServerProbe(target.pid)
+                result = await run_load(target.url, spec, probe)
+                samples.append(Sample(name, target.name, rnd, result, probe))
+                await asyncio.sleep(0.1)  # let closed connections settle between runs
+            print(f"  {name}: round {rnd + 1}/{args.rounds} done", file=sys.stderr)
+    return samples
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # same cleanup path as Ctrl-C
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    pinned = pin_self(LOAD_CORE)
+    children: list[Child] = []
+    with tempfile.TemporaryDirectory(prefix="toolshim-bench-") as tmp:
+        try:
+            targets = _start_servers(args, Path(tmp), children)
+            with asyncio.Runner(loop_factory=loop_factory()) as runner:
+                samples = runner.run(_run_all(targets, args))
+            print(render(samples, targets, args.rounds, args.duration, pinned, ROOT))
+            return 0
+        except RuntimeError as exc:
+            print(f"bench failed: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("bench interrupted", file=sys.stderr)
+            return 130
+        finally:
+            for child in reversed(children):
+                child.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

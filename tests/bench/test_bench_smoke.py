@@ -1,0 +1,102 @@
+"""Smoke test of the benchmark's fake upstream: its wire shape is Ollama's (R3)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    # bench/ is a directory of scripts, not a package: import it the way run.py does.
+    monkeypatch.syspath_prepend(str(BENCH))
+    return importlib.import_module("fake_upstream")
+
+
+@pytest.fixture
+async def client(fake: ModuleType) -> AsyncIterator[httpx.AsyncClient]:
+    server: asyncio.Server = await fake.start_server("127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as c:
+        yield c
+    server.close()
+    await server.wait_closed()
+
+
+def _events(body: str) -> list[str]:
+    assert body.endswith("\n\n")
+    events = body[:-2].split("\n\n")
+    assert all(e.startswith("data: ") and "\n" not in e for e in events)
+    return [e[len("data: "):] for e in events]
+
+
+async def _stream(client: httpx.AsyncClient, model: str, **extra: Any) -> list[Any]:
+    req = {"model": model, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    resp = await client.post("/v1/chat/completions", json={**req, **extra})
+    assert resp.status_code == 200
+    assert resp.headers["content-type"] == "text/event-stream"
+    assert resp.headers["transfer-encoding"] == "chunked"
+    events = _events(resp.text)
+    assert events[-1] == "[DONE]"
+    return [orjson.loads(e) for e in events[:-1]]
+
+
+@pytest.mark.parametrize("model,count", [("bench-chunks-64", 64), ("bench-slow-3", 3),
+                                         ("bench-small", 2)])
+async def test_stream_framing_matches_ollama_r3(client: httpx.AsyncClient, model: str,
+                                                count: int) -> None:
+    chunks = await _stream(client, model)
+    assert len(chunks) == count + 1
+    deltas = [c["choices"][0]["delta"] for c in chunks]
+    assert deltas[0]["role"] == "assistant"
+    assert all("role" not in d for d in deltas[1:])
+    assert all(isinstance(d["content"], str) and d["content"] for d in deltas[:-1])
+    assert deltas[-1] == {}
+    assert [c["choices"][0]["finish_reason"] for c in chunks] == [None] * count + ["stop"]
+    assert len({(c["id"], c["created"]) for c in chunks}) == 1
+    assert re.fullmatch(r"chatcmpl-\d{1,3}", chunks[0]["id"])
+    assert all(c["system_fingerprint"] == "fp_ollama" and c["model"] == model
+               and c["object"] == "chat.completion.chunk" for c in chunks)
+
+
+async def test_usage_chunk_follows_finish_chunk(client: httpx.AsyncClient) -> None:
+    chunks = await _stream(client, "bench-small", stream_options={"include_usage": True})
+    assert chunks[-2]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 2
+
+
+async def test_non_stream_and_discovery(client: httpx.AsyncClient) -> None:
+    resp = await client.post("/v1/chat/completions", json={"model": "bench-small"})
+    choice = resp.json()["choices"][0]
+    assert choice["message"] == {"role": "assistant",
+                                 "content": "Hello! How can I help you today?"}
+    assert choice["finish_reason"] == "stop"
+    show = await client.post("/api/show", json={"model": "bench-chunks-64"})
+    assert show.json()["capabilities"] == ["completion", "tools"]
+    missing = await client.post("/v1/chat/completions", json={"model": "nosuch"})
+    assert missing.status_code == 404
+    assert missing.json()["error"]["type"] == "not_found_error"
+    models = (await client.get("/v1/models")).json()
+    assert "bench-slow-64" in [m["id"] for m in models["data"]]
+
+
+def test_parse_request_waits_for_a_whole_chunked_body(fake: ModuleType) -> None:
+    raw = (b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+           b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n")
+    first_end = raw.index(b"GET")
+    for cut in range(first_end):
+        assert fake.parse_request(bytearray(raw[:cut])) is None
+    req, used = fake.parse_request(bytearray(raw))
+    assert (req.method, req.path, req.body, used) == (b"POST", b"/v1/chat/completions",
+                                                      b"hello world", first_end)
