@@ -1,0 +1,97 @@
+"""Response stages, composed in one place.
+
+Order matters: reasoning text is split off first (so recovery never looks
+inside `<think>`), then tool calls written as text are recovered into
+`tool_calls` deltas, then every call (native or recovered) is assembled,
+checked against the client's tools and emitted in OpenAI's delta shape.
+Each stage is sans-IO: `feed(chunk) -> chunks`, `flush() -> chunks`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from proxy.transforms.response.assembly import CallAssembly
+from proxy.transforms.response.checks import SchemaCache
+from proxy.transforms.response.textcalls import TextCallRecovery
+from proxy.transforms.response.thinking import ThinkingSplit
+from proxy.types import Chunk, Observation, Plan, Profile, ToolDef
+
+
+class Stage(Protocol):
+    observations: list[Observation]
+
+    def feed(self, chunk: Chunk) -> list[Chunk]: ...
+
+    def flush(self) -> list[Chunk]: ...
+
+
+class ResponsePipeline:
+    """Feeds each chunk through the stages in order; flush cascades."""
+
+    def __init__(self, stages: Sequence[Stage]) -> None:
+        self.stages = list(stages)
+
+    def feed(self, chunk: Chunk) -> list[Chunk]:
+        out = [chunk]
+        for stage in self.stages:
+            nxt: list[Chunk] = []
+            for item in out:
+                nxt.extend(stage.feed(item))
+            out = nxt
+            if not out:
+                break
+        return out
+
+    def flush(self) -> list[Chunk]:
+        carried: list[Chunk] = []
+        for stage in self.stages:
+            nxt: list[Chunk] = []
+            for item in carried:
+                nxt.extend(stage.feed(item))
+            nxt.extend(stage.flush())
+            carried = nxt
+        return carried
+
+    @property
+    def observations(self) -> list[Observation]:
+        return [obs for stage in self.stages for obs in stage.observations]
+
+    def summary(self) -> dict[str, Any]:
+        for stage in self.stages:
+            if isinstance(stage, CallAssembly):
+                return stage.summary()
+        return {}
+
+
+def offered_schemas(tools: Sequence[ToolDef]) -> dict[str, Any]:
+    """Client tool name -> its `parameters` schema exactly as the client wrote it."""
+    out: dict[str, Any] = {}
+    for tool in tools:
+        fn = tool.get("function") or {}
+        if isinstance(fn.get("name"), str):
+            out[fn["name"]] = fn.get("parameters") or {"type": "object", "properties": {}}
+    return out
+
+
+def build_pipeline(
+    *, client_tools: Sequence[ToolDef], profile: Profile, plan: Plan,
+    parallel_tool_calls: bool | None, schema_cache: SchemaCache,
+    id_factory: Callable[[], str],
+) -> ResponsePipeline:
+    offered = offered_schemas(client_tools)
+    reverse = {upstream: client for client, upstream in profile.rename}
+    forward = dict(profile.rename)
+    stages: list[Stage] = []
+    if profile.reasoning != "pass":
+        stages.append(ThinkingSplit(profile.reasoning))
+    recover = plan.tools == "emulate" or (plan.tools == "native" and profile.recover_text_calls)
+    if offered and recover:
+        # The model saw (and writes) upstream names; assembly reverses the rename.
+        upstream_offered: Mapping[str, Any] = {forward.get(n, n): s for n, s in offered.items()}
+        preferred = profile.tool_format or ("hermes" if plan.tools == "emulate" else None)
+        stages.append(TextCallRecovery(upstream_offered, preferred, profile.model, id_factory))
+    stages.append(CallAssembly(offered, profile.invalid_tool_calls, reverse,
+                               parallel_tool_calls, schema_cache, id_factory))
+    return ResponsePipeline(stages)

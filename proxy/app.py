@@ -1,0 +1,127 @@
+"""create_app(): routes, lifespan, middleware and error handlers, in one place."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from proxy.capabilities.store import CapabilityStore
+from proxy.chat import chat_completions
+from proxy.errors import ApiError, error_body
+from proxy.limits import Limiter
+from proxy.middleware import ApiKeyMiddleware, RequestIdMiddleware
+from proxy.passthrough import fetch_listing, forward, list_models
+from proxy.services import Services
+from proxy.settings import Settings
+from proxy.telemetry import Telemetry
+from proxy.upstream import Upstream, make_client
+
+log = logging.getLogger("toolshim")
+
+_READY_WINDOW = 30.0
+
+
+def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Services:
+    upstreams = {}
+    for root in settings.all_upstreams():
+        env_name = settings.key_env_for(root)
+        key = os.environ.get(env_name) if env_name else None
+        client = make_client(root, settings.connect_timeout, settings.read_timeout,
+                             settings.max_concurrency)
+        upstreams[root] = Upstream(root, client, api_key=key)
+    return Services(
+        settings=settings,
+        upstreams=upstreams,
+        store=CapabilityStore(settings.capabilities, check_interval=settings.reload_interval),
+        limiter=Limiter(settings.max_concurrency, settings.max_queue, settings.queue_timeout),
+        telemetry=telemetry or Telemetry(log),
+    )
+
+
+def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starlette:
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        svc = build_services(settings, telemetry)
+        app.state.services = svc
+        svc.store.reload_if_changed()
+        try:
+            yield
+        finally:
+            if svc.background:
+                await asyncio.wait(set(svc.background), timeout=5)
+            for upstream in svc.upstreams.values():
+                await upstream.client.aclose()
+
+    routes = [
+        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/models", list_models, methods=["GET"]),
+        Route("/v1/{path:path}", forward,
+              methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+    ]
+    middleware = [
+        Middleware(RequestIdMiddleware),
+        Middleware(ApiKeyMiddleware, keys=settings.api_keys,
+                   protect_metrics=settings.protect_metrics),
+    ]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
+                     exception_handlers={HTTPException: _http_error, ApiError: _api_error,
+                                         Exception: _unexpected})
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    """Ready: capabilities loaded and some upstream answered in the last 30 s."""
+    svc: Services = request.app.state.services
+    now = time.monotonic()
+    fresh = [u.root for u in svc.upstreams.values() if now - u.last_answer < _READY_WINDOW]
+    if not fresh:
+        answers = await asyncio.gather(*(_ping(u) for u in svc.upstreams.values()))
+        fresh = [root for root in answers if root]
+    body: dict[str, Any] = {"capabilities": svc.store.last_error() or "ok",
+                            "upstreams_answering": fresh}
+    status = 200 if fresh else 503
+    body["status"] = "ready" if fresh else "no upstream answered"
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+async def _ping(upstream: Upstream) -> str | None:
+    if await fetch_listing(upstream) is not None:
+        upstream.last_answer = time.monotonic()
+        return upstream.root
+    return None
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    message = {404: f"no route for {request.url.path}",
+               405: f"method {request.method} is not allowed on {request.url.path}"}
+    return ApiError(exc.status_code, message.get(exc.status_code, str(exc.detail))).response()
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return exc.response()
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unexpected error on %s %s", request.method, request.url.path)
+    return Response(orjson.dumps(error_body("internal error in toolshim", 500)),
+                    status_code=500, media_type="application/json")

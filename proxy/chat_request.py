@@ -1,0 +1,85 @@
+"""Reading and validating a chat request body at the edge.
+
+The body stays the client's own dict (unknown fields pass through to the
+backend untouched); pydantic only checks the parts toolshim relies on, so a
+wrong type is a 400 naming the field instead of a crash three stages later.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.requests import Request
+
+from proxy.errors import ApiError
+from proxy.types import ChatRequest
+
+
+class _Function(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str = Field(min_length=1, max_length=256)
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class _Tool(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: Literal["function"] = "function"
+    function: _Function
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str | list[Any] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+
+
+class _ChatBody(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    model: str = Field(min_length=1)
+    messages: list[_Message] = Field(min_length=1)
+    stream: bool | None = None
+    tools: list[_Tool] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    stream_options: dict[str, Any] | None = None
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """Read the body, refusing early (Content-Length) or as soon as it passes `limit`."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, f"request body is larger than the limit of {limit} bytes",
+                    code="request_too_large")
+
+
+def parse_chat_request(raw: bytes) -> ChatRequest:
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "request body must be a JSON object", code="invalid_request")
+    try:
+        _ChatBody.model_validate(body)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "body"
+        raise ApiError(400, f"invalid chat request: {where}: {err['msg']}", param=where,
+                       code="invalid_request") from None
+    return body

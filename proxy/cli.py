@@ -1,0 +1,77 @@
+"""Command line: `toolshim [serve]`, `toolshim check [FILE]`, `toolshim probe MODEL`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from proxy.settings import SettingsError, add_arguments, load_settings
+
+_COMMANDS = ("serve", "check", "probe")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = args.pop(0) if args and args[0] in _COMMANDS else "serve"
+    if command == "check":
+        return _check(args)
+    if command == "probe":
+        return _probe(args)
+    return _serve(args)
+
+
+def _serve(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="toolshim", description="OpenAI-compatible proxy that makes tool calling work "
+        "whatever model is loaded. Subcommands: serve (default), check, probe.")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings(args)
+    except SettingsError as exc:
+        parser.error(str(exc))
+    import uvicorn
+
+    from proxy.app import create_app
+    from proxy.logs import setup_logging
+
+    setup_logging(settings.log_level, settings.log_format)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
+                log_config=None, log_level=settings.log_level, access_log=False,
+                timeout_graceful_shutdown=int(settings.shutdown_grace) or None,
+                server_header=False)
+    return 0
+
+
+def _check(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="toolshim check",
+                                     description="validate a capabilities file")
+    parser.add_argument("file", nargs="?", help="default: TOOLSHIM_CAPABILITIES or "
+                        "./capabilities.yaml")
+    args = parser.parse_args(argv)
+    from proxy.capabilities.check import run_check
+
+    path = args.file or load_settings(None).capabilities
+    return run_check(path, sys.stdout)
+
+
+def _probe(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="toolshim probe",
+                                     description="ask backends what models can do, and record it")
+    parser.add_argument("models", nargs="*", metavar="MODEL")
+    parser.add_argument("--all", action="store_true", help="every model the upstreams list")
+    parser.add_argument("--upstream", dest="upstreams", action="append", metavar="URL")
+    parser.add_argument("--capabilities", metavar="PATH")
+    args = parser.parse_args(argv)
+    if not args.models and not args.all:
+        parser.error("name a MODEL or use --all")
+    try:
+        settings = load_settings(args)
+    except SettingsError as exc:
+        parser.error(str(exc))
+    from proxy.probe import run_probe_cli
+
+    return asyncio.run(run_probe_cli(args.models, list(settings.upstreams),
+                                     settings.capabilities, args.all, sys.stdout))

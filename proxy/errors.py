@@ -1,0 +1,100 @@
+"""The OpenAI error envelope, and the one exception type routes raise.
+
+Every error a client sees from toolshim has the shape
+`{"error": {"message", "type", "param", "code"}}`, so the OpenAI SDKs map it to
+their usual exception classes (400 BadRequestError, 404 NotFoundError, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
+_TYPE_BY_STATUS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def error_type_for(status: int) -> str:
+    return _TYPE_BY_STATUS.get(status, "api_error" if status < 500 else "server_error")
+
+
+def error_body(
+    message: str, status: int, *, type_: str | None = None, param: str | None = None,
+    code: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "error": {
+            "message": message,
+            "type": type_ or error_type_for(status),
+            "param": param,
+            "code": code,
+        }
+    }
+
+
+class ApiError(Exception):
+    """An error to answer with, already decided: status plus envelope fields."""
+
+    def __init__(
+        self, status: int, message: str, *, type_: str | None = None,
+        param: str | None = None, code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type_
+        self.param = param
+        self.code = code
+        self.headers = headers or {}
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.message, self.status, type_=self.type, param=self.param,
+                          code=self.code)
+
+    def response(self) -> Response:
+        return Response(orjson.dumps(self.body()), status_code=self.status,
+                        media_type="application/json", headers=self.headers)
+
+
+def upstream_error_body(status: int, raw: bytes) -> dict[str, Any]:
+    """Re-shape an upstream error body into the OpenAI envelope.
+
+    Backends disagree (backends.md): Ollama native `{"error": "msg"}`, Ollama /v1
+    and vLLM nested (vLLM's `code` is an int), pre-0.10 vLLM flat, llama.cpp with
+    an int code and no param. Clients only understand the OpenAI shape.
+    """
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        text = raw.decode("utf-8", "replace").strip()[:2000]
+        return error_body(text or f"upstream returned HTTP {status}", status)
+    err = data.get("error") if isinstance(data, dict) else None
+    if isinstance(err, str):
+        return error_body(err, status)
+    if isinstance(err, dict):
+        source = err
+    elif isinstance(data, dict) and "message" in data:
+        source = data
+    else:
+        return error_body(f"upstream returned HTTP {status}", status)
+    message = source.get("message")
+    code = source.get("code")
+    param = source.get("param")
+    return error_body(
+        str(message) if message is not None else f"upstream returned HTTP {status}",
+        status,
+        type_=source.get("type") if isinstance(source.get("type"), str) else None,
+        param=param if isinstance(param, str) else None,
+        code=str(code) if code is not None else None,
+    )

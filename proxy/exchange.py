@@ -1,0 +1,70 @@
+"""One client request as it moves through the flow, and what is done at its end.
+
+The record filled here is handed to telemetry once; findings (observations)
+go to learning.py and, as facts, to the capability store after the response.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import anyio
+from starlette.requests import Request
+
+from proxy.capabilities.store import CapabilityStore
+from proxy.learning import facts_from
+from proxy.services import Services
+from proxy.telemetry import RequestRecord
+from proxy.types import Observation
+
+
+@dataclass
+class Exchange:
+    """One client request as it moves through the flow."""
+
+    svc: Services
+    request: Request
+    record: RequestRecord
+    started: float = field(default_factory=time.perf_counter)
+    upstream_s: float = 0.0
+    observations: list[Observation] = field(default_factory=list)
+
+    def overhead_ms(self) -> float:
+        return max(0.0, (time.perf_counter() - self.started - self.upstream_s) * 1000)
+
+    def finish(self, status: int, error: str | None = None) -> None:
+        self.record.status = status
+        self.record.error = error
+        self.record.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
+        self.record.upstream_ms = round(self.upstream_s * 1000, 3)
+        self.record.overhead_ms = round(self.overhead_ms(), 3)
+        self.svc.telemetry.request_done(self.record, self.observations)
+        learn(self.svc, self.observations, self.record.upstream)
+
+
+def learn(svc: Services, observations: list[Observation], upstream: str | None) -> None:
+    """Turn findings into learned facts and write them after the response."""
+    facts = facts_from(observations, at=now_iso(), upstream=upstream)
+    if facts:
+        store: CapabilityStore = svc.store
+        svc.spawn(anyio.to_thread.run_sync(store.record, facts))
+        svc.telemetry.facts_written(len(facts))
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def response_headers(ex: Exchange) -> dict[str, str]:
+    rec = ex.record
+    headers = {"x-request-id": rec.request_id,
+               "x-toolshim-overhead-ms": f"{ex.overhead_ms():.2f}"}
+    if rec.rung:
+        headers["x-toolshim-rung"] = rec.rung
+    if rec.retries:
+        headers["x-toolshim-retries"] = str(rec.retries)
+    if rec.tools_stripped:
+        headers["x-toolshim-tools-stripped"] = str(rec.tools_stripped)
+    return headers

@@ -1,0 +1,114 @@
+"""GET /v1/models (merged and annotated) and every other /v1/* path, unchanged.
+
+Passed-through requests keep method, query, body, status and streaming; only
+hop-by-hop headers and the client's key (when it is toolshim's) are dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from proxy.chat_request import read_body
+from proxy.errors import ApiError
+from proxy.exchange import Exchange
+from proxy.services import Services
+from proxy.telemetry import RequestRecord
+from proxy.upstream import Upstream, forward_headers, iter_bytes, response_headers, send
+
+_LISTING_TIMEOUT = 5.0
+
+
+async def list_models(request: Request) -> Response:
+    svc: Services = request.app.state.services
+    ex = Exchange(svc, request, RequestRecord(request.state.request_id, "models"))
+    roots = svc.settings.all_upstreams()
+    results = await asyncio.gather(*(fetch_listing(svc.upstreams[r]) for r in roots))
+    if all(r is None for r in results):
+        ex.finish(502, "no upstream answered /v1/models")
+        return ApiError(502, "no upstream answered /v1/models",
+                        code="upstream_unavailable").response()
+    merged: dict[str, dict[str, Any]] = {}
+    for root, listing in zip(roots, results):
+        for entry in listing or []:
+            model_id = entry.get("id")
+            if isinstance(model_id, str) and model_id not in merged:
+                merged[model_id] = _annotate(svc, entry, root)
+                svc.listing[model_id] = root
+    ex.finish(200)
+    return Response(orjson.dumps({"object": "list", "data": list(merged.values())}),
+                    media_type="application/json",
+                    headers={"x-request-id": ex.record.request_id})
+
+
+async def fetch_listing(upstream: Upstream) -> list[dict[str, Any]] | None:
+    """An upstream's /v1/models `data`; Ollama says `"data": null` when it has none."""
+    try:
+        response = await upstream.client.get("/v1/models", timeout=_LISTING_TIMEOUT)
+    except Exception:  # any transport failure: this upstream just has no listing now
+        return None
+    if response.status_code != 200:
+        return None
+    try:
+        data = orjson.loads(response.content).get("data")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return [e for e in data or [] if isinstance(e, dict)]
+
+
+def _annotate(svc: Services, entry: dict[str, Any], root: str) -> dict[str, Any]:
+    profile = svc.store.profile(entry["id"])
+    return {**entry, "toolshim": {
+        "tools": profile.tools,
+        "source": profile.sources.get("tools", "built-in default"),
+        "tool_format": profile.tool_format,
+        "upstream": root,
+    }}
+
+
+async def forward(request: Request) -> Response:
+    """Any other /v1/* path: same method, query, body, status; streamed back."""
+    svc: Services = request.app.state.services
+    ex = Exchange(svc, request, RequestRecord(request.state.request_id,
+                                              request.url.path.removeprefix("/v1/")))
+    try:
+        body = await read_body(request, svc.settings.max_body_bytes)
+        upstream = svc.pick_upstream(_model_of(body) or "")
+        ex.record.upstream = upstream.root
+        path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        headers = forward_headers(request.headers, upstream,
+                                  keep_client_auth=not svc.settings.api_keys)
+        response = await send(upstream, request.method, path, content=body or None,
+                              headers=headers)
+    except ApiError as exc:
+        ex.finish(exc.status, exc.message)
+        return exc.response()
+    ex.finish(response.status_code)
+    return StreamingResponse(_relay_bytes(response, upstream), status_code=response.status_code,
+                             headers=response_headers(response.headers),
+                             background=BackgroundTask(response.aclose))
+
+
+async def _relay_bytes(response: Any, upstream: Upstream) -> Any:
+    try:
+        async for piece in iter_bytes(response, upstream.root):
+            yield piece
+    except ApiError:
+        return  # the status line is gone already; ending the body is all that's left
+    finally:
+        await response.aclose()
+
+
+def _model_of(body: bytes) -> str | None:
+    if not body or body[:1] != b"{":
+        return None
+    try:
+        model = orjson.loads(body).get("model")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return model if isinstance(model, str) else None

@@ -1,0 +1,63 @@
+"""What the routes share for the app's life: clients, store, limits, telemetry.
+
+Built once in the lifespan (app.py) and hung on `app.state.services`; there is
+no module-level state anywhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import secrets
+import string
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from cachetools import TTLCache
+
+from proxy.capabilities.store import CapabilityStore
+from proxy.limits import Limiter
+from proxy.settings import Settings
+from proxy.telemetry import Telemetry
+from proxy.transforms.response.checks import SchemaCache
+from proxy.upstream import Upstream
+
+_ID_ALPHABET = string.ascii_letters + string.digits
+
+
+def new_call_id() -> str:
+    """OpenAI-style tool call id, for calls the backend gave none (or a duplicate)."""
+    return "call_" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
+
+
+@dataclass
+class Services:
+    settings: Settings
+    upstreams: dict[str, Upstream]
+    store: CapabilityStore
+    limiter: Limiter
+    telemetry: Telemetry
+    schema_cache: SchemaCache = field(default_factory=SchemaCache)
+    listing: dict[str, str] = field(default_factory=dict)
+    """model name -> upstream root, from the upstreams' /v1/models."""
+    probed: TTLCache[str, bool] = field(default_factory=lambda: TTLCache(4096, 3600))
+    background: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def pick_upstream(self, model: str) -> Upstream:
+        """Explicit route first, then whoever lists the model, else the first upstream."""
+        for route in self.settings.routes:
+            if fnmatch.fnmatchcase(model, route.pattern):
+                return self.upstreams[route.upstream]
+        root = self.listing.get(model)
+        if root is None and ":" not in model:
+            root = self.listing.get(model + ":latest")
+        if root in self.upstreams:
+            return self.upstreams[root]
+        return self.upstreams[self.settings.upstreams[0]]
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run work after the response (learning writes); keep a reference until done."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)

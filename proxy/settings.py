@@ -1,0 +1,204 @@
+"""Deployment settings: flags and TOOLSHIM_* environment variables -> Settings.
+
+Flags win over the environment, the environment over defaults. Everything about
+what a *model* can do lives in capabilities.yaml, not here. Upstream URLs come
+only from here, never from a request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_UPSTREAM = "http://127.0.0.1:11434"
+
+
+class Route(BaseModel):
+    """Explicit routing: model names matching `pattern` (fnmatch) go to `upstream`."""
+
+    model_config = ConfigDict(frozen=True)
+    pattern: str
+    upstream: str
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=1, le=65535)
+    upstreams: tuple[str, ...] = (DEFAULT_UPSTREAM,)
+    routes: tuple[Route, ...] = ()
+    upstream_key_envs: tuple[tuple[str, str], ...] = ()
+    """(upstream root URL, name of the env variable holding its API key)."""
+    capabilities: str = "./capabilities.yaml"
+    api_keys: tuple[str, ...] = Field(default=(), repr=False)
+    protect_metrics: bool = False
+    connect_timeout: float = Field(10.0, gt=0)
+    # Ollama loads a model on the first request, which takes minutes on a cold
+    # GPU box: the read timeout is the gap allowed between bytes, not the total.
+    read_timeout: float = Field(600.0, gt=0)
+    max_body_bytes: int = Field(32 * 1024 * 1024, gt=0)
+    max_concurrency: int = Field(1024, gt=0)
+    max_queue: int = Field(1024, ge=0)
+    queue_timeout: float = Field(30.0, gt=0)
+    shutdown_grace: float = Field(30.0, ge=0)
+    probe: bool = True
+    probe_timeout: float = Field(2.0, gt=0)
+    reload_interval: float = Field(1.0, ge=0)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["json", "text"] = "json"
+    log_prompts: bool = False
+
+    @field_validator("upstreams")
+    @classmethod
+    def _roots(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("at least one upstream URL is required")
+        return tuple(dict.fromkeys(upstream_root(v) for v in value))
+
+    def all_upstreams(self) -> tuple[str, ...]:
+        extra = (upstream_root(r.upstream) for r in self.routes)
+        return tuple(dict.fromkeys((*self.upstreams, *extra)))
+
+    def key_env_for(self, root: str) -> str | None:
+        return dict(self.upstream_key_envs).get(root)
+
+
+def upstream_root(url: str) -> str:
+    """`http://host:11434/v1/` -> `http://host:11434`: Ollama's root and /v1 both work."""
+    url = url.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"upstream URL must start with http:// or https://: {url!r}")
+    return url[:-3] if url.endswith("/v1") else url
+
+
+# flag dest -> environment variable; the names are a public contract.
+ENV_NAMES: Mapping[str, str] = {
+    "host": "TOOLSHIM_HOST",
+    "port": "TOOLSHIM_PORT",
+    "upstreams": "TOOLSHIM_UPSTREAM",
+    "routes": "TOOLSHIM_ROUTES",
+    "upstream_key_envs": "TOOLSHIM_UPSTREAM_KEY_ENVS",
+    "capabilities": "TOOLSHIM_CAPABILITIES",
+    "api_keys": "TOOLSHIM_API_KEYS",
+    "protect_metrics": "TOOLSHIM_PROTECT_METRICS",
+    "connect_timeout": "TOOLSHIM_CONNECT_TIMEOUT",
+    "read_timeout": "TOOLSHIM_READ_TIMEOUT",
+    "max_body_bytes": "TOOLSHIM_MAX_BODY_BYTES",
+    "max_concurrency": "TOOLSHIM_MAX_CONCURRENCY",
+    "max_queue": "TOOLSHIM_MAX_QUEUE",
+    "queue_timeout": "TOOLSHIM_QUEUE_TIMEOUT",
+    "shutdown_grace": "TOOLSHIM_SHUTDOWN_GRACE",
+    "probe": "TOOLSHIM_PROBE",
+    "probe_timeout": "TOOLSHIM_PROBE_TIMEOUT",
+    "reload_interval": "TOOLSHIM_RELOAD_INTERVAL",
+    "log_level": "TOOLSHIM_LOG_LEVEL",
+    "log_format": "TOOLSHIM_LOG_FORMAT",
+    "log_prompts": "TOOLSHIM_LOG_PROMPTS",
+}
+_LISTS = {"upstreams", "api_keys"}
+_PAIRS = {"routes", "upstream_key_envs"}
+_BOOLS = {"protect_metrics", "probe", "log_prompts"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Serve flags. Defaults are None so 'not given' falls through to env/defaults."""
+    add = parser.add_argument
+    add("--host", help="listen address (TOOLSHIM_HOST, default 127.0.0.1)")
+    add("--port", type=int, help="listen port (TOOLSHIM_PORT, default 8080)")
+    add("--upstream", dest="upstreams", action="append", metavar="URL",
+        help=f"backend URL, with or without /v1; repeatable (TOOLSHIM_UPSTREAM, comma-separated; "
+             f"default {DEFAULT_UPSTREAM})")
+    add("--route", dest="routes", action="append", metavar="PATTERN=URL",
+        help="send models matching PATTERN (glob) to URL; repeatable (TOOLSHIM_ROUTES)")
+    add("--upstream-key-env", dest="upstream_key_envs", action="append", metavar="URL=ENVVAR",
+        help="send the API key from ENVVAR to that upstream (TOOLSHIM_UPSTREAM_KEY_ENVS)")
+    add("--capabilities", metavar="PATH",
+        help="capabilities file (TOOLSHIM_CAPABILITIES, default ./capabilities.yaml)")
+    add("--api-key", dest="api_keys", action="append", metavar="KEY",
+        help="a key clients must send as Bearer; repeatable (TOOLSHIM_API_KEYS, comma-separated)")
+    add("--protect-metrics", action="store_true", default=None,
+        help="require an API key for /metrics too (TOOLSHIM_PROTECT_METRICS)")
+    add("--connect-timeout", type=float, help="seconds (TOOLSHIM_CONNECT_TIMEOUT, default 10)")
+    add("--read-timeout", type=float,
+        help="seconds allowed between upstream bytes (TOOLSHIM_READ_TIMEOUT, default 600)")
+    add("--max-body-bytes", type=int, help="request body limit (TOOLSHIM_MAX_BODY_BYTES, 32 MiB)")
+    add("--max-concurrency", type=int,
+        help="concurrent requests per upstream (TOOLSHIM_MAX_CONCURRENCY, default 1024)")
+    add("--max-queue", type=int,
+        help="requests waiting per upstream before 429 (TOOLSHIM_MAX_QUEUE, default 1024)")
+    add("--queue-timeout", type=float, help="seconds a request may wait (TOOLSHIM_QUEUE_TIMEOUT)")
+    add("--shutdown-grace", type=float,
+        help="seconds open streams may finish on SIGTERM (TOOLSHIM_SHUTDOWN_GRACE, default 30)")
+    add("--no-probe", dest="probe", action="store_false", default=None,
+        help="do not ask the backend's metadata about unknown models (TOOLSHIM_PROBE=0)")
+    add("--probe-timeout", type=float, help="seconds (TOOLSHIM_PROBE_TIMEOUT, default 2)")
+    add("--reload-interval", type=float,
+        help="seconds between capabilities.yaml change checks (TOOLSHIM_RELOAD_INTERVAL, 1)")
+    add("--log-level", choices=["debug", "info", "warning", "error"], help="TOOLSHIM_LOG_LEVEL")
+    add("--log-format", choices=["json", "text"], help="TOOLSHIM_LOG_FORMAT (default json)")
+    add("--log-prompts", action="store_true", default=None,
+        help="log whole prompts at debug level (TOOLSHIM_LOG_PROMPTS)")
+
+
+def _from_env(name: str, raw: str) -> object:
+    if name in _LISTS:
+        return [p.strip() for p in raw.split(",") if p.strip()]
+    if name in _PAIRS:
+        return [p.strip() for p in raw.split(",") if p.strip()]
+    if name in _BOOLS:
+        return raw.strip().lower() in {"1", "true", "yes", "on"}
+    return raw
+
+
+def _pairs(items: Sequence[str], what: str) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        left, sep, right = item.partition("=")
+        if not sep or not left.strip() or not right.strip():
+            raise SettingsError(f"{what} must look like LEFT=RIGHT, got {item!r}")
+        out.append((left.strip(), right.strip()))
+    return out
+
+
+class SettingsError(ValueError):
+    pass
+
+
+def load_settings(args: argparse.Namespace | None = None,
+                  environ: Mapping[str, str] | None = None) -> Settings:
+    """Merge flags over env over defaults; raise SettingsError with a readable message."""
+    env = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    for name, env_name in ENV_NAMES.items():
+        if env.get(env_name, "").strip():
+            values[name] = _from_env(name, env[env_name])
+    for name in ENV_NAMES:
+        flag = getattr(args, name, None) if args is not None else None
+        if flag is not None:
+            values[name] = flag
+    try:
+        if "routes" in values:
+            values["routes"] = [Route(pattern=p, upstream=upstream_root(u))
+                                for p, u in _pairs(values["routes"], "a route")]  # type: ignore[arg-type]
+        if "upstream_key_envs" in values:
+            values["upstream_key_envs"] = [
+                (upstream_root(u), e)
+                for u, e in _pairs(values["upstream_key_envs"], "an upstream key")]  # type: ignore[arg-type]
+        return Settings.model_validate(values)
+    except (ValidationError, ValueError) as exc:
+        raise SettingsError(_describe(exc)) from None
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        parts = []
+        for err in exc.errors():
+            field = str(err["loc"][0]) if err["loc"] else "settings"
+            parts.append(f"{ENV_NAMES.get(field, field)}: {err['msg']}")
+        return "; ".join(parts)
+    return str(exc)

@@ -1,0 +1,74 @@
+"""Incremental server-sent-events decoding and encoding. No I/O.
+
+The upstream's byte stream arrives in TCP-sized pieces that cut lines, and even
+a `\\r\\n` pair, anywhere; `SseDecoder` carries the unfinished part over (like
+httpx's LineDecoder) and hands out whole events only. Encoding is the OpenAI
+framing every SDK expects: `data: <json>\\n\\n`, ended by `data: [DONE]\\n\\n`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+
+DONE = b"[DONE]"
+DONE_FRAME = b"data: [DONE]\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    data: bytes
+    event: str | None = None
+
+    @property
+    def is_done(self) -> bool:
+        return self.data.strip() == DONE
+
+
+class SseDecoder:
+    """feed(bytes) -> complete events; `pending` says whether a partial event is buffered."""
+
+    __slots__ = ("_tail", "_data", "_event")
+
+    def __init__(self) -> None:
+        self._tail = b""
+        self._data: list[bytes] = []
+        self._event: str | None = None
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        buf = self._tail + chunk if self._tail else chunk
+        # A trailing \r may be the first half of \r\n: keep it for the next piece.
+        hold = 1 if buf.endswith(b"\r") else 0
+        lines = _LINE_BREAK.split(buf[: len(buf) - hold] if hold else buf)
+        self._tail = lines.pop() + (b"\r" if hold else b"")
+        events: list[SseEvent] = []
+        for line in lines:
+            self._take_line(line, events)
+        return events
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._data or self._tail.strip())
+
+    def _take_line(self, line: bytes, events: list[SseEvent]) -> None:
+        if not line:
+            if self._data:
+                events.append(SseEvent(b"\n".join(self._data), self._event))
+            self._data = []
+            self._event = None
+            return
+        if line[0] == 0x3A:  # ":" starts a comment (keep-alives)
+            return
+        field, sep, value = line.partition(b":")
+        if sep and value[:1] == b" ":
+            value = value[1:]
+        if field == b"data":
+            self._data.append(value)
+        elif field == b"event":
+            self._event = value.decode("utf-8", "replace")
+
+
+def encode_data(payload: bytes) -> bytes:
+    return b"data: " + payload + b"\n\n"

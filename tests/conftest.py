@@ -1,0 +1,85 @@
+"""Shared fixtures: a fake Ollama on loopback, the real app in process and under uvicorn."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from starlette.applications import Starlette
+
+from proxy.app import create_app
+from proxy.settings import Settings
+from support.fake_ollama import FakeOllama
+from support.servers import serve
+
+
+@pytest.fixture
+def fake() -> FakeOllama:
+    fake = FakeOllama()
+    fake.add_model("qwen3:8b")
+    fake.add_model("gemma3:4b", tools=False)
+    return fake
+
+
+@pytest.fixture
+def fake_url(fake: FakeOllama) -> Iterator[str]:
+    with serve(fake.app, lifespan="off") as url:
+        yield url
+
+
+@pytest.fixture
+def caps_path(tmp_path: Path) -> Path:
+    path = tmp_path / "capabilities.yaml"
+    path.write_text("version: 1\n")
+    return path
+
+
+@pytest.fixture
+def make_settings(fake_url: str, caps_path: Path) -> Callable[..., Settings]:
+    def build(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {"upstreams": (fake_url,), "capabilities": str(caps_path),
+                                  "reload_interval": 0.0}
+        values.update(overrides)
+        return Settings.model_validate(values)
+    return build
+
+
+@pytest.fixture
+def settings(make_settings: Callable[..., Settings]) -> Settings:
+    return make_settings()
+
+
+@pytest.fixture
+def proxy_url(settings: Settings) -> Iterator[str]:
+    with serve(create_app(settings)) as url:
+        yield url
+
+
+@pytest.fixture
+def client(proxy_url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=proxy_url + "/v1", api_key="unused", max_retries=0,
+                         timeout=20)
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[Starlette]:
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def asgi(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://toolshim") as http:
+        yield http
+
+
+@pytest.fixture
+async def aclient(asgi: httpx.AsyncClient) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url="http://toolshim/v1", api_key="unused",
+                              http_client=asgi, max_retries=0)

@@ -1,0 +1,183 @@
+"""The proxy core through the real openai SDK, under real uvicorn and in process."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from proxy.app import create_app
+from proxy.settings import Settings
+from support.fake_ollama import FakeOllama, Reply
+from support.servers import free_port, serve
+
+MSG = [{"role": "user", "content": "hi"}]
+
+
+def test_non_streaming_answer_passes_through(client: openai.OpenAI) -> None:
+    raw = client.chat.completions.with_raw_response.create(model="qwen3:8b", messages=MSG)
+    done = raw.parse()
+    assert done.choices[0].message.content == "Hello from qwen3:8b"
+    assert done.choices[0].finish_reason == "stop"
+    assert done.usage is not None and done.usage.total_tokens == 17
+    assert float(raw.headers["x-toolshim-overhead-ms"]) >= 0
+    assert raw.headers["x-request-id"]
+
+
+def test_streaming_answer_and_usage(client: openai.OpenAI) -> None:
+    stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True,
+                                            stream_options={"include_usage": True})
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "Hello from qwen3:8b"
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices]
+    assert finishes[-1] == "stop"
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].usage.total_tokens == 17
+
+
+async def test_async_sdk_in_process(aclient: openai.AsyncOpenAI) -> None:
+    done = await aclient.chat.completions.create(model="qwen3:8b", messages=MSG)
+    assert done.choices[0].message.content == "Hello from qwen3:8b"
+    stream = await aclient.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True)
+    text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+    assert text == "Hello from qwen3:8b"
+
+
+def test_stream_is_not_buffered(fake: FakeOllama, client: openai.OpenAI) -> None:
+    fake.reply("qwen3:8b", Reply(content=["a", "b", "c", "d"], delay=0.3))
+    started = time.monotonic()
+    stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True)
+    first = next(iter(stream))
+    first_at = time.monotonic() - started
+    rest = list(stream)
+    total = time.monotonic() - started
+    assert first.choices[0].delta.content == "a"
+    assert len(rest) >= 4
+    assert first_at < 0.6 < total  # the first piece came long before the last
+
+
+def test_models_are_merged_and_annotated(fake: FakeOllama, proxy_url: str) -> None:
+    models = openai.OpenAI(base_url=proxy_url + "/v1", api_key="x").models.list()
+    by_id = {m.id: m for m in models.data}
+    assert set(by_id) == {"qwen3:8b", "gemma3:4b"}
+    extra: dict[str, Any] = by_id["qwen3:8b"].model_extra or {}
+    assert extra["toolshim"]["tools"] in {"auto", "native", "off", "emulate"}
+
+
+def test_other_v1_paths_pass_through(fake: FakeOllama, client: openai.OpenAI) -> None:
+    emb = client.embeddings.create(model="qwen3:8b", input="hello")
+    assert emb.data[0].embedding == [0.1, 0.2, 0.3]
+    assert fake.requests[-1] == {"model": "qwen3:8b", "input": "hello",
+                                 "encoding_format": "base64"} or \
+        fake.requests[-1]["input"] == "hello"
+
+
+def test_malformed_json_is_a_400_envelope(proxy_url: str) -> None:
+    response = httpx.post(proxy_url + "/v1/chat/completions", content=b"{not json",
+                          headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("body", [
+    {"model": "qwen3:8b", "messages": "hi"},
+    {"model": "qwen3:8b"},
+    {"messages": MSG},
+    {"model": 3, "messages": MSG},
+    {"model": "qwen3:8b", "messages": MSG, "tools": [{"type": "function"}]},
+    [1, 2, 3],
+])
+def test_wrong_shapes_are_400_with_the_sdk(client: openai.OpenAI, body: Any) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        client.post("/chat/completions", body=body, cast_to=object)
+    assert info.value.status_code == 400
+    assert "invalid" in str(info.value).lower()
+
+
+def test_body_over_limit_is_413(make_settings: Callable[..., Settings]) -> None:
+    with serve(create_app(make_settings(max_body_bytes=1000))) as url:
+        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        with pytest.raises(openai.APIStatusError) as info:
+            sdk.chat.completions.create(model="qwen3:8b",
+                                        messages=[{"role": "user", "content": "x" * 5000}])
+    assert info.value.status_code == 413
+
+
+def test_unreachable_upstream_is_502(make_settings: Callable[..., Settings]) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    with serve(create_app(make_settings(upstreams=(dead,), probe=False))) as url:
+        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        with pytest.raises(openai.InternalServerError) as info:
+            sdk.chat.completions.create(model="qwen3:8b", messages=MSG)
+        assert info.value.status_code == 502
+        assert httpx.get(url + "/readyz").status_code == 503
+        assert httpx.get(url + "/healthz").status_code == 200
+
+
+def test_slow_upstream_is_504(fake: FakeOllama, make_settings: Callable[..., Settings]) -> None:
+    fake.reply("qwen3:8b", Reply(content=["late"], delay=2.0))
+    with serve(create_app(make_settings(read_timeout=0.3))) as url:
+        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        with pytest.raises(openai.APIStatusError) as info:
+            sdk.chat.completions.create(model="qwen3:8b", messages=MSG)
+    assert info.value.status_code == 504
+
+
+def test_upstream_404_passes_through(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as info:
+        client.chat.completions.create(model="nosuch", messages=MSG)
+    assert "model 'nosuch' not found" in str(info.value)
+
+
+def test_upstream_reset_mid_stream_ends_with_error(fake: FakeOllama,
+                                                    client: openai.OpenAI) -> None:
+    fake.reply("qwen3:8b", Reply(content=["one", "two", "three"], reset_after=2))
+    stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True)
+    got: list[str] = []
+    with pytest.raises(openai.APIError):
+        for chunk in stream:
+            got.append(chunk.choices[0].delta.content or "")
+    assert got == ["one", "two"]
+
+
+def test_garbage_mid_stream_ends_with_error(fake: FakeOllama, client: openai.OpenAI) -> None:
+    fake.reply("qwen3:8b", Reply(raw_events=[
+        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"qwen3:8b",'
+        b'"choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},'
+        b'"finish_reason":null}]}\n\n',
+        b"data: <html>oops</html>\n\n"]))
+    stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True)
+    with pytest.raises(openai.APIError):
+        list(stream)
+
+
+def test_client_disconnect_closes_upstream(fake: FakeOllama, proxy_url: str) -> None:
+    fake.reply("qwen3:8b", Reply(content=[f"piece {i} " for i in range(50)], delay=0.05))
+    with httpx.stream("POST", proxy_url + "/v1/chat/completions",
+                      json={"model": "qwen3:8b", "messages": MSG, "stream": True}) as response:
+        for line in response.iter_lines():
+            if "piece 1" in line:
+                break
+    deadline = time.monotonic() + 3
+    while fake.abandoned == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert fake.abandoned == 1
+
+
+def test_readyz_after_an_answer(client: openai.OpenAI, proxy_url: str) -> None:
+    client.chat.completions.create(model="qwen3:8b", messages=MSG)
+    ready = httpx.get(proxy_url + "/readyz")
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"
+
+
+def test_unknown_route_is_openai_envelope(proxy_url: str) -> None:
+    response = httpx.get(proxy_url + "/nope")
+    assert response.status_code == 404
+    assert response.json()["error"]["type"] == "not_found_error"

@@ -1,0 +1,221 @@
+"""A fake Ollama, faithful to ../shared/backends.md, driven over real HTTP.
+
+Statuses, error bodies, content types and stream framing are Ollama's
+(>= v0.32.6 by default; `legacy=True` gives the v0.5.12-v0.32.5 shape). Tests
+script what a model answers with `reply(model, ...)`; everything the fake
+receives is recorded, and streams the client abandoned are counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+T = 1755000000
+
+
+@dataclass
+class Reply:
+    """What the fake model says: content pieces and/or whole tool calls."""
+
+    content: list[str] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """Ollama /v1 shape: {"id","index","type","function":{"name","arguments": <json str>}}."""
+    finish: str = "stop"
+    delay: float = 0.0
+    """seconds between stream events."""
+    raw_events: list[bytes] | None = None
+    """exact SSE bytes to send instead (garbage, resets, vLLM deltas)."""
+    reset_after: int | None = None
+    """close the connection abruptly after this many events."""
+    status: int = 200
+    body: bytes | None = None
+    content_type: str = "application/json"
+
+
+def tool_call(name: str, arguments: Any, call_id: str = "call_k3x9a0qz", index: int = 0
+              ) -> dict[str, Any]:
+    args = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+    return {"id": call_id, "index": index, "type": "function",
+            "function": {"name": name, "arguments": args}}
+
+
+def no_tools_body(model: str, legacy: bool = False) -> bytes:
+    """R1: 400 for a model whose template has no tools."""
+    name = model if "/" in model else f"registry.ollama.ai/library/{_tagged(model)}"
+    kind = "api_error" if legacy else "invalid_request_error"
+    return orjson.dumps({"error": {"message": f"{name} does not support tools", "type": kind,
+                                   "param": None, "code": None}}) + b"\n"
+
+
+def _tagged(model: str) -> str:
+    return model if ":" in model else model + ":latest"
+
+
+class FakeOllama:
+    def __init__(self, *, legacy: bool = False) -> None:
+        self.legacy = legacy
+        self.models: dict[str, dict[str, Any]] = {}
+        self.replies: dict[str, list[Reply]] = {}
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
+        self.abandoned = 0
+        self.lock = threading.Lock()
+        self.app = Starlette(routes=[
+            Route("/v1/chat/completions", self._chat, methods=["POST"]),
+            Route("/v1/models", self._list, methods=["GET"]),
+            Route("/api/show", self._show, methods=["POST"]),
+            Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+        ])
+
+    # --- scripting -----------------------------------------------------------
+
+    def add_model(self, name: str, *, tools: bool = True, show: bool = True) -> None:
+        self.models[_tagged(name)] = {"tools": tools, "show": show}
+
+    def reply(self, model: str, reply: Reply) -> None:
+        """Queue an answer for the next request to `model` (the last one repeats)."""
+        self.replies.setdefault(_tagged(model), []).append(reply)
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r for r, p in zip(self.requests, self.paths) if p == "/v1/chat/completions"]
+
+    # --- endpoints -------------------------------------------------------------
+
+    async def _chat(self, request: Request) -> Response:
+        body = orjson.loads(await request.body())
+        self._record(request, body)
+        model = _tagged(body.get("model", ""))
+        if model not in self.models:
+            return _v1_error(404, f"model '{body.get('model')}' not found", self.legacy)
+        if body.get("tools") and not self.models[model]["tools"]:
+            return Response(no_tools_body(body["model"], self.legacy), status_code=400,
+                            media_type="application/json")
+        queue = self.replies.get(model) or [Reply(content=["Hello", " from ", model])]
+        reply = queue.pop(0) if len(queue) > 1 else queue[0]
+        if reply.status != 200:
+            return Response(reply.body or b"", status_code=reply.status,
+                            media_type=reply.content_type)
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(self._events(model, reply, include_usage),
+                                     media_type="text/event-stream")
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        return Response(orjson.dumps(self._completion(model, reply)),
+                        media_type="application/json")
+
+    def _record(self, request: Request, body: dict[str, Any]) -> None:
+        with self.lock:
+            self.requests.append(body)
+            self.headers.append(dict(request.headers))
+            self.paths.append(request.url.path)
+
+    def _completion(self, model: str, reply: Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.content)}
+        finish = reply.finish
+        if reply.tool_calls:
+            message["tool_calls"] = reply.tool_calls
+            finish = "tool_calls" if finish == "stop" else finish
+        return {"id": "chatcmpl-88", "object": "chat.completion", "created": T, "model": model,
+                "system_fingerprint": "fp_ollama",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}
+
+    async def _events(self, model: str, reply: Reply, include_usage: bool
+                      ) -> AsyncIterator[bytes]:
+        events = reply.raw_events if reply.raw_events is not None else \
+            self._frames(model, reply, include_usage)
+        sent = 0
+        try:
+            for event in events:
+                if reply.reset_after is not None and sent >= reply.reset_after:
+                    raise ConnectionResetError("fake upstream resets the connection")
+                yield event
+                sent += 1
+                if reply.delay:
+                    await asyncio.sleep(reply.delay)
+        except asyncio.CancelledError:
+            with self.lock:
+                self.abandoned += 1
+            raise
+
+    def _frames(self, model: str, reply: Reply, include_usage: bool) -> list[bytes]:
+        base = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": T,
+                "model": model, "system_fingerprint": "fp_ollama"}
+        deltas: list[dict[str, Any]] = []
+        for i, piece in enumerate(reply.content):
+            delta: dict[str, Any] = {"content": piece}
+            if i == 0 or self.legacy:
+                delta = {"role": "assistant", **delta}
+            deltas.append(delta)
+        for call in reply.tool_calls:
+            delta = {"content": "", "tool_calls": [call]}
+            if not deltas or self.legacy:
+                delta = {"role": "assistant", **delta}
+            deltas.append(delta)
+        frames = [_frame({**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]})
+                  for d in deltas]
+        finish = reply.finish
+        if reply.tool_calls and finish == "stop":
+            finish = "tool_calls"
+        last_delta: dict[str, Any] = {"role": "assistant", "content": ""} if self.legacy else {}
+        frames.append(_frame({**base, "choices": [{"index": 0, "delta": last_delta,
+                                                   "finish_reason": finish}]}))
+        if include_usage:
+            frames.append(_frame({**base, "choices": [], "usage": {
+                "prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}))
+        frames.append(b"data: [DONE]\n\n")
+        return frames
+
+    async def _list(self, request: Request) -> Response:
+        self._record(request, {})
+        data = [{"id": name, "object": "model", "created": T, "owned_by": "library"}
+                for name in self.models] or None
+        return Response(orjson.dumps({"object": "list", "data": data}),
+                        media_type="application/json")
+
+    async def _show(self, request: Request) -> Response:
+        body = orjson.loads(await request.body())
+        self._record(request, body)
+        name = _tagged(body.get("model") or body.get("name") or "")
+        info = self.models.get(name)
+        if info is None or not info["show"]:
+            return Response(orjson.dumps({"error": f"model '{name}' not found"}),
+                            status_code=404, media_type="application/json; charset=utf-8")
+        caps = ["completion", "tools"] if info["tools"] else ["completion"]
+        return Response(orjson.dumps({"modelfile": "", "parameters": "", "template": "",
+                                      "details": {"family": "fake"}, "model_info": {},
+                                      "capabilities": caps}),
+                        media_type="application/json; charset=utf-8")
+
+    async def _embeddings(self, request: Request) -> Response:
+        body = orjson.loads(await request.body())
+        self._record(request, body)
+        return Response(orjson.dumps({"object": "list", "model": body.get("model"), "data": [
+            {"object": "embedding", "index": 0, "embedding": [0.1, 0.2, 0.3]}]}),
+            media_type="application/json")
+
+
+def _frame(obj: dict[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps(obj) + b"\n\n"
+
+
+def _v1_error(status: int, message: str, legacy: bool) -> Response:
+    kind = "api_error" if legacy else {400: "invalid_request_error",
+                                       404: "not_found_error"}.get(status, "api_error")
+    return Response(orjson.dumps({"error": {"message": message, "type": kind, "param": None,
+                                            "code": None}}) + b"\n",
+                    status_code=status, media_type="application/json")
+
+
