@@ -12,8 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from proxy.transforms.request.choice import apply_choice
+from proxy.transforms.request.emulate import emulate_tools
+from proxy.transforms.request.off import strip_tools_off
 from proxy.transforms.request.rename import apply_rename
 from proxy.transforms.request.schema import rewrite_schemas
+from proxy.transforms.request.system import apply_system_prompt, move_system_to_user
 from proxy.transforms.request.tools import select_tools
 from proxy.types import ChatRequest, Observation, Plan, Profile
 
@@ -24,6 +27,10 @@ REQUEST_STEPS: tuple[Step, ...] = (
     apply_choice,
     apply_rename,
     rewrite_schemas,
+    strip_tools_off,
+    emulate_tools,
+    apply_system_prompt,
+    move_system_to_user,
 )
 
 

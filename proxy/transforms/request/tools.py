@@ -101,7 +101,12 @@ def select_tools(
     request: ChatRequest, profile: Profile, plan: Plan
 ) -> tuple[ChatRequest, list[Observation]]:
     """Apply allow_tools, deny_tools and max_tools to `request["tools"]`."""
-    if plan.tools == "off" or not isinstance(request.get("tools"), list):
+    if plan.tools == "off":
+        return request, []
+    if not isinstance(request.get("tools"), list):
+        # tool_choice without tools is a 400 on vLLM and OpenAI alike.
+        if any(key in request for key in TOOL_FIELDS):
+            return {k: v for k, v in request.items() if k not in TOOL_FIELDS}, []
         return request, []
     tools, observations = _filter(request, profile)
     if not observations and tools:

@@ -146,3 +146,9 @@ def test_deny_and_budget_hold_for_any_request(
     assert not any(fnmatchcase(n, p) for n in kept for p in deny)
     if not kept:
         assert "tools" not in out and "tool_choice" not in out
+
+
+def test_choice_without_tools_is_removed() -> None:
+    req = {"model": "m", "messages": [], "tool_choice": "auto", "parallel_tool_calls": False}
+    out, _ = run(req, Profile("m"))
+    assert out == {"model": "m", "messages": []}
