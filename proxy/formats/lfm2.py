@@ -1,0 +1,68 @@
+"""LFM2 tool calls: a call list between `<|tool_call_start|>` and `<|tool_call_end|>`, formats.md §3.5.
+
+Owns: the LFM2 sentinels around a pythonic list (the default) or a JSON
+array of `{name, arguments}` (the variant llama.cpp handles); text may follow
+the calls. Must not: accept a list cut off before it closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.blocks import (
+    Block, calls_from_array, find_blocks, marker_pattern, section_block, splice, tool_list,
+)
+from proxy.formats.jsonish import loads_lenient, scan_json_value
+from proxy.formats.pythonic import call_list, render_call
+from proxy.types import JSON, ToolDef
+
+_OPEN, _CLOSE = "<|tool_call_start|>", "<|tool_call_end|>"
+
+_INSTRUCTIONS = """\
+List of tools: <|tool_list_start|>[{tools}]<|tool_list_end|>
+
+To call tools, write the calls as a Python list between <|tool_call_start|> and <|tool_call_end|>, \
+for example <|tool_call_start|>[func_name(param_name="value")]<|tool_call_end|>."""
+
+
+def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
+    pos = at + len(_OPEN)
+    pos += len(text[pos:]) - len(text[pos:].lstrip())
+    end = scan_json_value(text, pos) if text.startswith("[", pos) else None
+    if end is None:
+        return None
+    source = text[pos:end]
+    parts = call_list(source)
+    if parts is None:
+        decoded = loads_lenient(source)
+        parts = calls_from_array(decoded[0]) if decoded is not None else None
+    if parts is None:
+        return None
+    rest = text[end:].lstrip()
+    if rest.startswith(_CLOSE):
+        end = len(text) - len(rest) + len(_CLOSE)
+    return section_block(text, at, end, parts, tools)
+
+
+@dataclass(frozen=True)
+class Lfm2:
+    name: str = "lfm2"
+    markers: tuple[str, ...] = (_OPEN,)
+
+    def render_tools(self, tools: Sequence[ToolDef]) -> str:
+        return _INSTRUCTIONS.format(tools=tool_list(tools).replace("\n", ", "))
+
+    def render_calls(self, calls: Sequence[ParsedCall]) -> str:
+        return _OPEN + "[" + ", ".join(render_call(call) for call in calls) + "]" + _CLOSE
+
+    def render_result(self, name: str, content: str) -> str:
+        return content
+
+    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
+        blocks = find_blocks(text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools))
+        return splice(text, blocks)
+
+
+FORMAT = Lfm2()
