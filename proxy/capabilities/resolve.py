@@ -51,7 +51,8 @@ def normalise_model_name(name: str) -> str:
     is a ':' after the last '/', so a registry `host:port/` is not a tag.
     """
     name = name.strip().lower()
-    name = name.removeprefix(_OLLAMA_REGISTRY)
+    while name.startswith(_OLLAMA_REGISTRY):  # a loop keeps normalising idempotent
+        name = name.removeprefix(_OLLAMA_REGISTRY)
     if name.startswith(_OLLAMA_LIBRARY) and name.count("/") == 1:
         name = name.removeprefix(_OLLAMA_LIBRARY)
     if not name:
