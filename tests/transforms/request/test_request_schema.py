@@ -61,7 +61,8 @@ def test_inline_refs_resolves_defs_and_definitions() -> None:
     assert inline_refs(schema) == {
         "type": "object",
         "properties": {
-            "a": {"type": "object", "properties": {"x": {"type": "number"}}, "description": "where"},
+            "a": {"type": "object", "properties": {"x": {"type": "number"}},
+                  "description": "where"},
             "b": {"type": "string"},
         },
     }

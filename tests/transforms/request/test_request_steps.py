@@ -63,7 +63,7 @@ profiles = st.builds(
 
 
 @settings(max_examples=150, deadline=None)
-@given(requests(), profiles, st.sampled_from(["native", "off"]), st.booleans())
+@given(requests(), profiles, st.sampled_from(["native", "off", "emulate"]), st.booleans())
 def test_pipeline_invariants(
     request: dict[str, Any], profile: Profile, mode: Any, drop_choice: bool
 ) -> None:
@@ -71,7 +71,7 @@ def test_pipeline_invariants(
     out, observations = apply_request_steps(request, profile, Plan(mode, drop_choice))
     assert request == before
     assert all(isinstance(o, Observation) for o in observations)
-    if mode == "off":
+    if mode in ("off", "emulate"):
         for key in ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"):
             assert key not in out
         for message in out["messages"]:

@@ -30,8 +30,9 @@ def test_prepend_and_append_on_first_system_message() -> None:
 
 
 def test_replace_then_append_on_text_parts_and_developer_role() -> None:
-    messages = [{"role": "user", "content": "q"},
-                {"role": "developer", "content": [{"type": "text", "text": "old"}]}]
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "q"},
+        {"role": "developer", "content": [{"type": "text", "text": "old"}]}]
     assert run_prompt(messages, append="A")[1]["content"] == [
         {"type": "text", "text": "old"}, {"type": "text", "text": "A"}]
     assert run_prompt(messages, replace="R", append="A")[1]["content"] == "R\n\nA"
