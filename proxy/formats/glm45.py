@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from proxy.formats.base import ParseResult, ParsedCall
@@ -93,9 +92,8 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return Block(at, end, (ParsedCall(name, arguments),))
 
 
-@dataclass(frozen=True)
 class Glm45:
-    name: str = "glm45"
+    name = "glm45"
     markers: tuple[str, ...] = (_OPEN,)
 
     def render_tools(self, tools: Sequence[ToolDef]) -> str:

@@ -8,7 +8,6 @@ the calls. Must not: accept a list cut off before it closes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from proxy.formats.base import ParseResult, ParsedCall
 from proxy.formats.blocks import (
@@ -46,9 +45,8 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return section_block(text, at, end, parts, tools)
 
 
-@dataclass(frozen=True)
 class Lfm2:
-    name: str = "lfm2"
+    name = "lfm2"
     markers: tuple[str, ...] = (_OPEN,)
 
     def render_tools(self, tools: Sequence[ToolDef]) -> str:

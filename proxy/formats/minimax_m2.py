@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from proxy.formats.base import ParseResult, ParsedCall
@@ -96,9 +95,8 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return section_block(text, at, pos, parts, tools)
 
 
-@dataclass(frozen=True)
 class MinimaxM2:
-    name: str = "minimax_m2"
+    name = "minimax_m2"
     markers: tuple[str, ...] = (_OPEN,)
 
     def render_tools(self, tools: Sequence[ToolDef]) -> str:

@@ -14,7 +14,6 @@ import ast
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from proxy.formats.base import ParseResult, ParsedCall
@@ -145,9 +144,8 @@ def render_call(call: ParsedCall) -> str:
     return f"{call.name}({args})"
 
 
-@dataclass(frozen=True)
 class Pythonic:
-    name: str = "pythonic"
+    name = "pythonic"
     markers: tuple[str, ...] = ("[", _START, _TAG)
 
     def render_tools(self, tools: Sequence[ToolDef]) -> str:

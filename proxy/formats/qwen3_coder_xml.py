@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from proxy.formats.base import ParseResult, ParsedCall
@@ -152,9 +151,8 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return section_block(text, at, pos, parts, tools)
 
 
-@dataclass(frozen=True)
 class Qwen3CoderXml:
-    name: str = "qwen3_coder_xml"
+    name = "qwen3_coder_xml"
     markers: tuple[str, ...] = ("<tool_call>", "<seed:tool_call>", "<function=")
 
     def render_tools(self, tools: Sequence[ToolDef]) -> str:

@@ -1,0 +1,53 @@
+"""DeepSeek V3.1 tool calls (`<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}`), formats.md §3.6.
+
+Owns: rendering the V3.1 shape (no type word, no fence, calls chained with no
+separator) and its prompt; parsing is deepseek_v3's tolerant reader, which
+accepts both shapes. Must not: coerce argument types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.blocks import dumps, tool_list
+from proxy.formats.deepseek_v3 import MARKERS, parse_deepseek, render_result
+from proxy.types import JSON, ToolDef
+
+_INSTRUCTIONS = """\
+## Tools
+You have access to the following tools:
+
+{tools}
+
+IMPORTANT: ALWAYS adhere to this exact format for tool use:
+<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>tool_call_name<｜tool▁sep｜>tool_call_arguments<｜tool▁call▁end｜>{{additional_tool_calls}}<｜tool▁calls▁end｜>
+
+Where:
+- `tool_call_name` must be an exact match to one of the available tools
+- `tool_call_arguments` must be valid JSON that strictly follows the tool's Parameters Schema
+- For multiple tool calls, chain them directly without separators or spaces"""
+
+
+class DeepseekV31:
+    name = "deepseek_v31"
+    markers: tuple[str, ...] = MARKERS
+
+    def render_tools(self, tools: Sequence[ToolDef]) -> str:
+        return _INSTRUCTIONS.format(tools=tool_list(tools))
+
+    def render_calls(self, calls: Sequence[ParsedCall]) -> str:
+        body = "".join(
+            f"<｜tool▁call▁begin｜>{call.name}<｜tool▁sep｜>{dumps(call.arguments)}<｜tool▁call▁end｜>"
+            for call in calls
+        )
+        return f"<｜tool▁calls▁begin｜>{body}<｜tool▁calls▁end｜>"
+
+    def render_result(self, name: str, content: str) -> str:
+        return render_result(content)
+
+    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
+        return parse_deepseek(text, tools)
+
+
+FORMAT = DeepseekV31()
