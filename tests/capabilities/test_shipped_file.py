@@ -111,7 +111,12 @@ def glob_problem(pattern: str) -> str | None:
 
 
 def matching(doc: Any, name: str) -> list[Any]:
-    return [entry for key, entry in doc["models"].items() if fnmatch.fnmatchcase(name, key)]
+    """Entries whose key matches `name`; like the proxy, ignoring case."""
+    return [
+        entry
+        for key, entry in doc["models"].items()
+        if fnmatch.fnmatchcase(name.lower(), key.lower())
+    ]
 
 
 def test_top_level_shape(doc: Any) -> None:
@@ -193,16 +198,29 @@ EXPECTED: dict[str, dict[str, object]] = {
     "hf.co/unsloth/Qwen3-Coder-30B-A3B-Instruct-GGUF:Q4_K_M": {"tool_format": "qwen3_coder_xml"},
     "NousResearch/Hermes-3-Llama-3.1-8B": {"tool_format": "hermes"},
     "meta-llama/Llama-3.2-3B-Instruct": {"tool_format": "llama3_json"},
+    "Qwen/Qwen3-30B-A3B-Instruct-2507": {"tool_format": "hermes", "fallback": "emulate"},
+    "Qwen/Qwen2.5-Coder-32B-Instruct": {"tool_format": "json_block"},
+    "mistralai/Mistral-Small-3.2-24B-Instruct-2506": {"tool_format": "mistral"},
+    "NousResearch/Hermes-2-Pro-Mistral-7B": {"tool_format": "hermes"},
+    "some-org/unknown-model-7b": {"tool_format": None, "tools": None},
+    "google/gemma-2-9b-it": {"tool_format": "pythonic", "system_role": False},
+    "ibm-granite/granite-4.0-h-small": {"tool_format": "granite"},
 }
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_matching_entries_agree(doc: Any, name: str) -> None:
     entries = matching(doc, name)
-    assert entries, f"no entry matches {name}"
+    if all(want is None for want in EXPECTED[name].values()):
+        assert entries == [], name
+    else:
+        assert entries, f"no entry matches {name}"
     for field, want in EXPECTED[name].items():
         got = [entry[field] for entry in entries if field in entry]
-        assert got and all(value == want for value in got), (name, field, got)
+        if want is None:  # no entry may set it
+            assert got == [], (name, field, got)
+        else:
+            assert got and all(value == want for value in got), (name, field, got)
 
 
 def test_every_entry_or_group_says_why() -> None:
@@ -249,6 +267,8 @@ RESOLVED: dict[str, dict[str, object]] = {
     "hf.co/unsloth/gemma-3-12b-it-GGUF:Q4_K_M": {
         "tools": "auto", "fallback": "emulate", "tool_format": "pythonic",
     },
+    "mistralai/Mistral-Small-3.2-24B-Instruct-2506": {"fallback": "emulate", "tool_format": "mistral"},
+    "NousResearch/Hermes-3-Llama-3.1-8B": {"tool_format": "hermes", "parallel_tool_calls": None},
     "some-new-model:7b": {"tools": "auto", "tool_format": None, "max_tools": 64},
 }
 
