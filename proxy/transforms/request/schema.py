@@ -76,7 +76,8 @@ def _inline(node: Schema, root: Schema, stack: tuple[str, ...]) -> Schema:
         resolved: Schema = {}
     else:
         resolved = _inline(target, root, (*stack, ref))
-    siblings = {k: v for k, v in node.items() if k != "$ref"}
+    # Definitions beside a $ref are dropped after inlining anyway.
+    siblings = {k: v for k, v in node.items() if k not in ("$ref", "$defs", "definitions")}
     siblings = map_subschemas(siblings, lambda sub: _inline(sub, root, stack))
     if not siblings:
         return resolved

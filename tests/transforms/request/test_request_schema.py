@@ -94,6 +94,12 @@ def test_inline_refs_constraining_siblings_use_all_of_and_dangling_refs_are_perm
     assert props["c"] == {"$ref": "https://example.com/s.json"}
 
 
+def test_inline_refs_root_ref() -> None:
+    schema = {"$ref": "#/$defs/Args", "$defs": {"Args": {"type": "object", "properties": {
+        "next": {"$ref": "#"}}}}}
+    assert inline_refs(schema) == {"type": "object", "properties": {"next": {}}}
+
+
 def test_collapse_nullable_forms() -> None:
     schema: dict[str, Any] = {
         "type": "object",
