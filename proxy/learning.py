@@ -113,14 +113,40 @@ def fact_is_news(entry: object | None, fact: LearnedFact) -> bool:
     return False
 
 
+_PROVENANCE = ("source", "at", "evidence", "upstream")
+
+
+def merge_fact(entry: object | None, fact: LearnedFact) -> dict[str, Any]:
+    """The learned entry after `fact`: a new mapping, `entry` is left as it was.
+
+    Fields already known keep their order; list fields become unions; the
+    provenance (source, at, evidence, upstream) comes last and is the latest
+    fact's, so stale evidence never sits beside a new value.
+    """
+    merged = {k: v for k, v in _as_mapping(entry).items() if k not in _PROVENANCE}
+    for name, value in fact.fields.items():
+        if isinstance(value, (list, tuple)):
+            have = merged.get(name)
+            items = list(have) if isinstance(have, (list, tuple)) else []
+            merged[name] = items + [v for v in value if v not in items]
+        else:
+            merged[name] = value
+    merged["source"] = fact.source
+    merged["at"] = fact.at
+    for name, extra in (("evidence", fact.evidence), ("upstream", fact.upstream)):
+        if extra is not None:
+            merged[name] = extra
+    return merged
+
+
 def _as_mapping(entry: object | None) -> Mapping[str, Any]:
     if entry is None:
         return {}
     if isinstance(entry, Mapping):
         return entry
     dump = getattr(entry, "model_dump", None)
-    if callable(dump):
-        result = dump()
+    if callable(dump):  # a pydantic LearnedEntry: only the keys written in the file
+        result = dump(exclude_unset=True, by_alias=True)
         if isinstance(result, Mapping):
             return result
     return {}

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.learning import LearnedFact, fact_is_news, facts_from
+from proxy.learning import LearnedFact, fact_is_news, facts_from, merge_fact
 from proxy.types import Observation
 
 AT = "2026-11-22T10:00:00Z"
@@ -99,7 +99,8 @@ class _Entry:
     def __init__(self, **data: Any) -> None:
         self._data = data
 
-    def model_dump(self) -> dict[str, Any]:
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        assert options == {"exclude_unset": True, "by_alias": True}
         return dict(self._data)
 
 
@@ -132,3 +133,21 @@ def test_facts_are_distinct_and_each_is_news_to_an_empty_entry(obs: list[Observa
     assert len(keys) == len(set(keys))
     assert all(fact_is_news(None, f) for f in facts)
     assert all(not fact_is_news(dict(f.fields), f) for f in facts)
+
+
+def test_merge_fact_unions_lists_and_puts_latest_provenance_last() -> None:
+    entry = {"drop_tool_choice": ["required"], "source": "probe", "at": "old",
+             "evidence": "stale", "tool_format": "hermes"}
+    later = LearnedFact("m", {"drop_tool_choice": ["function", "required"]}, "runtime_error",
+                        AT, None, "http://u")
+    merged = merge_fact(entry, later)
+    assert list(merged.items()) == [
+        ("drop_tool_choice", ["required", "function"]), ("tool_format", "hermes"),
+        ("source", "runtime_error"), ("at", AT), ("upstream", "http://u")]
+    assert entry["drop_tool_choice"] == ["required"] and entry["evidence"] == "stale"
+
+
+def test_merge_fact_into_nothing() -> None:
+    assert merge_fact(None, fact(tools="off")) == {
+        "tools": "off", "source": "runtime_error", "at": AT}
+    assert merge_fact(_Entry(tools="native", at="x"), fact(tools="off"))["tools"] == "off"

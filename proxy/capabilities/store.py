@@ -1,13 +1,11 @@
 """capabilities.yaml on disk: reload when it changes, and write `learned:` safely.
 
-Owns the only disk I/O on the capabilities file. Reads are cheap (a stat at
-most every `check_interval` seconds, resolved profiles cached); a file that
-fails to parse is reported once and the last good version stays in force.
-Writes touch the `learned:` section only: it is re-rendered with ruamel.yaml and
-spliced back into the file text, so every other byte a person wrote is kept.
-Writes happen under a file lock, re-read the file first, and replace it
-atomically. Facts for a model that has a `models:` entry are still recorded
-(the person's entry wins at resolution, so they are inert until it is removed).
+Owns the only disk I/O on the capabilities file. Reads are cheap (a stat at most
+every `check_interval` s, profiles cached); a bad edit is reported once and the
+last good version stays in force. Writes (under a file lock, after re-reading,
+atomically) re-render only `learned:` and splice it into the file text, so every
+other byte a person wrote is kept. Facts for a model with a `models:` entry are
+still recorded: the person's entry wins at resolution, so they stay inert.
 """
 
 from __future__ import annotations
@@ -20,10 +18,9 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Sequence
 from io import StringIO
 from pathlib import Path
-from typing import Any
 
 from cachetools import LRUCache
 from filelock import FileLock
@@ -36,13 +33,11 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.resolve import has_entry, normalise_model_name, resolve_profile
 from proxy.capabilities.schema import Capabilities, LearnedEntry
-from proxy.learning import LearnedFact, fact_is_news
+from proxy.learning import LearnedFact, fact_is_news, merge_fact
 from proxy.types import Profile
 
 _PROVENANCE = ("source", "at", "evidence", "upstream")
 _LEARNED_KEY = re.compile(r"""^(learned|"learned"|'learned')[ \t]*:(?=[ \t]|\r?$)""")
-_LOCK_TIMEOUT = 10.0
-_NEW_FILE_MODE = 0o644
 
 StatKey = tuple[int, int, int]
 
@@ -87,6 +82,7 @@ class CapabilityStore:
         return has_entry(self._caps, model)
 
     def last_error(self) -> str | None:
+        """The problems of the file on disk ("path:line: reason"), None while it is good."""
         return self._last_error
 
     def reload_if_changed(self) -> bool:
@@ -115,7 +111,9 @@ class CapabilityStore:
     def record(self, facts: Sequence[LearnedFact]) -> None:
         """Apply facts in memory at once, then merge them into the file's `learned:`."""
         with self._lock:
-            news = [f for f in facts if self._acceptable(f) and self._is_news(f)]
+            learned = self._caps.learned
+            news = [f for f in facts if self._acceptable(f)
+                    and fact_is_news(learned.get(normalise_model_name(f.model)), f)]
             if not news:
                 return
             self._pending.extend(news)
@@ -127,13 +125,10 @@ class CapabilityStore:
             if batch:
                 self._write(batch)
 
-    def _is_news(self, fact: LearnedFact) -> bool:
-        return fact_is_news(self._caps.learned.get(normalise_model_name(fact.model)), fact)
-
     def _acceptable(self, fact: LearnedFact) -> bool:
         # A fact the schema would reject must never reach the file (it would break it).
         try:
-            LearnedEntry.model_validate(_merge_entry({}, fact, list, str))
+            LearnedEntry.model_validate(merge_fact(None, fact))
         except ValidationError as exc:
             self._once(logging.WARNING, f"fact:{fact}", f"not learning {fact}: {exc}")
             return False
@@ -156,7 +151,7 @@ class CapabilityStore:
 
     def _write(self, facts: list[LearnedFact]) -> None:
         try:
-            with FileLock(f"{self._path}.lock", timeout=_LOCK_TIMEOUT):
+            with FileLock(f"{self._path}.lock", timeout=10.0):
                 written = self._merge_on_disk(facts)
         except (OSError, UnicodeDecodeError) as exc:  # read-only, disk full, lock timeout
             self._once(logging.WARNING, f"write:{type(exc).__name__}:{getattr(exc, 'errno', 0)}",
@@ -191,7 +186,7 @@ class CapabilityStore:
             return None
         if new_text == text:
             return updated, before
-        mode = _NEW_FILE_MODE if before is None else path.stat().st_mode & 0o7777
+        mode = 0o644 if before is None else path.stat().st_mode & 0o7777
         if not mode & 0o222:  # a person made it read-only: respect that even as root
             raise PermissionError(f"{path} is read-only")
         return updated, _atomic_write(path, new_text or "", mode)
@@ -202,7 +197,7 @@ def _stat_key(path: Path) -> StatKey | None:
         st = path.stat()
     except FileNotFoundError:
         return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 def _outside(caps: Capabilities) -> Capabilities:
@@ -214,11 +209,8 @@ def _digest(text: str) -> str:
 
 
 def _atomic_write(path: Path, text: str, mode: int) -> StatKey:
-    """Temp file beside the target, fsync, rename over it, fsync the directory.
-
-    Returns the stat of what was written (rename keeps inode, size and mtime),
-    so a later replace by another process is still seen as a change.
-    """
+    """Temp file beside the target, fsync, rename, fsync the dir; the stat written
+    (rename keeps it, so a later replace by another process is still a change)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
@@ -244,75 +236,42 @@ def _apply(caps: Capabilities, facts: Sequence[LearnedFact]) -> Capabilities:
     learned = dict(caps.learned)
     for fact in facts:
         name = normalise_model_name(fact.model)
-        old = learned.get(name)
-        base = old.model_dump(exclude_unset=True, by_alias=True) if old is not None else {}
-        learned[name] = LearnedEntry.model_validate(_merge_entry(base, fact, list, str))
+        learned[name] = LearnedEntry.model_validate(merge_fact(learned.get(name), fact))
     return caps.model_copy(update={"learned": learned})
 
 
-def _merge_entry(
-    entry: MutableMapping[str, Any],
-    fact: LearnedFact,
-    make_list: Callable[[list[Any]], Any],
-    make_at: Callable[[str], Any],
-) -> MutableMapping[str, Any]:
-    """Fact fields into entry (list fields are unions), then provenance of this fact.
-
-    Existing behaviour fields keep their place; provenance always comes last
-    and describes the latest fact, so stale evidence never sits beside it.
-    """
-    for key in _PROVENANCE:
-        entry.pop(key, None)
-    for key, value in fact.fields.items():
-        if isinstance(value, (list, tuple)):
-            have = entry.get(key)
-            items = list(have) if isinstance(have, (list, tuple)) else []
-            entry[key] = make_list(items + [v for v in value if v not in items])
-        else:
-            entry[key] = value
-    entry["source"] = fact.source
-    entry["at"] = make_at(fact.at)
-    for key, extra in (("evidence", fact.evidence), ("upstream", fact.upstream)):
-        if extra is not None:
-            entry[key] = extra
-    return entry
-
-
-def _yaml() -> YAML:
-    yaml = YAML(typ="rt")
-    yaml.preserve_quotes = True
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.width = 4096  # evidence strings stay on one line
-    return yaml
-
-
-def _flow_list(items: list[Any]) -> CommentedSeq:
-    seq = CommentedSeq(items)
-    seq.fa.set_flow_style()
-    return seq
+def _merge_into(entry: CommentedMap, fact: LearnedFact) -> None:
+    """merge_fact applied in place, so ruamel keeps the entry's comments and order."""
+    merged = merge_fact(entry, fact)
+    for key in [k for k in entry if k not in merged or k in _PROVENANCE]:
+        del entry[key]
+    for key, value in merged.items():
+        if isinstance(value, list):
+            value = CommentedSeq(value)
+            value.fa.set_flow_style()
+        entry[key] = DoubleQuotedScalarString(value) if key == "at" else value
 
 
 def splice_learned(text: str, facts: Sequence[LearnedFact]) -> str:
     """`text` with facts merged into its top-level `learned:` section; all else byte-identical."""
     lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
     span = _learned_span(lines)
-    yaml = _yaml()
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096  # evidence strings stay on one line
     doc = yaml.load("".join(lines[span[0]:span[1]])) if span else None
-    if not isinstance(doc, CommentedMap):
-        doc = CommentedMap()
+    doc = doc if isinstance(doc, CommentedMap) else CommentedMap()
     learned = doc.get("learned")
-    if not isinstance(learned, CommentedMap):
-        learned = CommentedMap()
+    learned = doc["learned"] = learned if isinstance(learned, CommentedMap) else CommentedMap()
     learned.fa.set_block_style()
-    doc["learned"] = learned
     for fact in facts:
         name = normalise_model_name(fact.model)
         entry = learned.get(name)
-        if not isinstance(entry, CommentedMap):
-            entry = CommentedMap()
+        entry = entry if isinstance(entry, CommentedMap) else CommentedMap()
         entry.fa.set_block_style()
         learned[DoubleQuotedScalarString(name)] = entry
-        _merge_entry(entry, fact, _flow_list, DoubleQuotedScalarString)
+        _merge_into(entry, fact)
     out = StringIO()
     yaml.dump(doc, out)
     if span is None:
