@@ -38,8 +38,15 @@ _CONTROL = re.compile(r"[\x00-\x1f]")
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
 _CLOSERS = {"{": "}", "[": "]"}
 _SIMPLE_ESCAPES = {
-    "\\": "\\", "'": "'", '"': '"', "/": "/",
-    "n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "/": "/",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "b": "\b",
+    "f": "\f",
 }
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 
@@ -167,7 +174,7 @@ def _rewrite(text: str) -> tuple[str, tuple[str, ...]] | None:
 
 
 def _closes_next(tokens: list[tuple[str, str]], i: int) -> bool:
-    for kind, _ in tokens[i + 1:]:
+    for kind, _ in tokens[i + 1 :]:
         if kind != "ws":
             return kind == "close"
     return False
@@ -189,7 +196,7 @@ def _python_string(body: str) -> str | None:
             i += 2
             continue
         width = _HEX_ESCAPES.get(code)
-        digits = body[i + 2:i + 2 + width] if width else ""
+        digits = body[i + 2 : i + 2 + width] if width else ""
         if not width or len(digits) != width or not _is_hex(digits):
             # Python would keep an unknown escape literally; JSON would not:
             # ambiguous (formats.md §4 step 4), so no repair.

@@ -73,9 +73,8 @@ def check_call(
 ) -> CallVerdict:
     """Verdict on one complete call; `offered` maps client name -> parameters.
 
-    Empty or blank arguments count as "{}": Ollama sends {} for zero-argument
-    calls and vLLM may send "", the same intent. A rename is always reversed
-    (configured, not a repair).
+    Blank arguments count as "{}" (Ollama sends {} for zero-argument calls,
+    vLLM may send ""). A rename is always reversed: configured, not a repair.
     """
     client = reverse_rename.get(name, name)
     fixes: tuple[str, ...] = ()
@@ -134,7 +133,7 @@ def _schema_error(cache: SchemaCache, schema: Any, instance: dict[str, Any]) -> 
     except (schema_errors.UnknownType, schema_errors.FormatError, LookupError):
         # An unresolvable $ref or custom type is the client's schema problem.
         return None
-    except Exception as exc:  # noqa: BLE001 - referencing errors have no stable public base
+    except Exception as exc:
         if type(exc).__module__.startswith(("jsonschema", "referencing")):
             return None
         raise

@@ -43,9 +43,13 @@ def completion_to_chunks(completion: JSON) -> list[Chunk]:
     deltas, finishes = [], []
     for position, choice in enumerate(choices):
         index = choice.get("index", position)
-        deltas.append({"index": index, "delta": _delta(choice.get("message") or {}), "finish_reason": None})
+        deltas.append(
+            {"index": index, "delta": _delta(choice.get("message") or {}), "finish_reason": None}
+        )
         extras = {k: v for k, v in choice.items() if k not in _CHOICE_KEYS}
-        finishes.append({"index": index, "delta": {}, "finish_reason": choice.get("finish_reason"), **extras})
+        finishes.append(
+            {"index": index, "delta": {}, "finish_reason": choice.get("finish_reason"), **extras}
+        )
     out = [{**top, "choices": deltas}, {**top, "choices": finishes}]
     if completion.get("usage") is not None:
         out.append({**top, "choices": [], "usage": completion["usage"]})
@@ -100,7 +104,9 @@ class _Choice:
             if key == "tool_calls":
                 for call in value or []:
                     self._add_call(call)
-            elif isinstance(value, str) and isinstance(self.message.get(key), str) and key != "role":
+            elif (
+                isinstance(value, str) and isinstance(self.message.get(key), str) and key != "role"
+            ):
                 self.message[key] += value
             elif value is not None or key not in self.message:
                 self.message[key] = value
@@ -122,7 +128,12 @@ class _Choice:
         message.setdefault("content", None)
         if self.calls:
             message["tool_calls"] = [_wire(self.calls[i]) for i in sorted(self.calls)]
-        return {"index": index, "message": message, **self.extras, "finish_reason": self.finish_reason}
+        return {
+            "index": index,
+            "message": message,
+            **self.extras,
+            "finish_reason": self.finish_reason,
+        }
 
 
 def _wire(slot: dict[str, Any]) -> JSON:

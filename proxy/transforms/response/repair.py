@@ -18,7 +18,9 @@ from proxy.formats.jsonish import loads_lenient, loads_strict
 _CONTAINER_TYPES = {"object": dict, "array": list}
 
 
-def repair_name(name: str, offered: Mapping[str, Any], reverse_rename: Mapping[str, str]) -> str | None:
+def repair_name(
+    name: str, offered: Mapping[str, Any], reverse_rename: Mapping[str, str]
+) -> str | None:
     """The one client tool name equal to `name` ignoring case, else None.
 
     Small models often capitalise (`Get_Weather`); a rename's upstream name
@@ -42,7 +44,9 @@ def repair_arguments(text: str) -> tuple[dict[str, Any], tuple[str, ...]] | None
     return result
 
 
-def repair_to_schema(arguments: dict[str, Any], schema: Any) -> tuple[dict[str, Any], tuple[str, ...]]:
+def repair_to_schema(
+    arguments: dict[str, Any], schema: Any
+) -> tuple[dict[str, Any], tuple[str, ...]]:
     """Decode top-level string values the schema types as object/array.
 
     Models double-encode nested objects (`"filter": "{\\"a\\": 1}"`); decoded

@@ -25,7 +25,9 @@ def _ids() -> Iterator[str]:
 
 
 def assembly(
-    policy: InvalidPolicy = "drop", parallel: bool | None = None, rename: dict[str, str] | None = None
+    policy: InvalidPolicy = "drop",
+    parallel: bool | None = None,
+    rename: dict[str, str] | None = None,
 ) -> CallAssembly:
     ids = _ids()
     return CallAssembly(OFFERED, policy, rename or {}, parallel, SchemaCache(), lambda: next(ids))
@@ -34,7 +36,10 @@ def assembly(
 def ollama(delta: dict[str, Any], finish: str | None = None, model: str = "qwen3:8b") -> Chunk:
     """Ollama /v1 chunk (R3)."""
     return {
-        "id": "chatcmpl-527", "object": "chat.completion.chunk", "created": T, "model": model,
+        "id": "chatcmpl-527",
+        "object": "chat.completion.chunk",
+        "created": T,
+        "model": model,
         "system_fingerprint": "fp_ollama",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
@@ -45,12 +50,18 @@ def vllm(delta: dict[str, Any], finish: str | None = None) -> Chunk:
     choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
     if finish is not None:
         choice["stop_reason"] = None
-    return {"id": "chatcmpl-abc", "object": "chat.completion.chunk", "created": T,
-            "model": "Qwen/Qwen3-8B", "choices": [choice]}
+    return {
+        "id": "chatcmpl-abc",
+        "object": "chat.completion.chunk",
+        "created": T,
+        "model": "Qwen/Qwen3-8B",
+        "choices": [choice],
+    }
 
 
-def ollama_call(name: str, arguments: str, call_id: str | None = "call_k3x9a0qz",
-                index: int | None = 0) -> dict[str, Any]:
+def ollama_call(
+    name: str, arguments: str, call_id: str | None = "call_k3x9a0qz", index: int | None = 0
+) -> dict[str, Any]:
     call: dict[str, Any] = {}
     if call_id is not None:
         call["id"] = call_id
@@ -82,18 +93,30 @@ def calls_of(chunks: list[Chunk]) -> list[dict[str, Any]]:
 
 
 def finish_of(chunks: list[Chunk]) -> tuple[str | None, Chunk]:
-    found = [(c["choices"][0]["finish_reason"], c) for c in chunks
-             if c["choices"] and c["choices"][0].get("finish_reason")]
+    found = [
+        (c["choices"][0]["finish_reason"], c)
+        for c in chunks
+        if c["choices"] and c["choices"][0].get("finish_reason")
+    ]
     assert len(found) == 1
     return found[0]
 
 
 def test_ollama_current_single_call_passes_unchanged() -> None:
     chunks = [
-        ollama({"role": "assistant", "content": "", "tool_calls": [
-            ollama_call("get_weather", '{"city":"Tokyo"}')]}),
+        ollama(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [ollama_call("get_weather", '{"city":"Tokyo"}')],
+            }
+        ),
         ollama({}, "tool_calls"),
-        {**ollama({}), "choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 18, "total_tokens": 138}},
+        {
+            **ollama({}),
+            "choices": [],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 18, "total_tokens": 138},
+        },
     ]
     stage = assembly()
     out = run(stage, chunks)
@@ -105,15 +128,25 @@ def test_ollama_current_single_call_passes_unchanged() -> None:
 
 
 def test_ollama_several_calls_all_index_zero_in_one_chunk() -> None:
-    chunk = ollama({"role": "assistant", "content": "", "tool_calls": [
-        ollama_call("get_weather", '{"city":"Tokyo"}', "call_a"),
-        ollama_call("get_weather", '{"city":"Paris"}', "call_a"),  # repeated id
-        ollama_call("get_time", "{}", None),
-    ]})
+    chunk = ollama(
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                ollama_call("get_weather", '{"city":"Tokyo"}', "call_a"),
+                ollama_call("get_weather", '{"city":"Paris"}', "call_a"),  # repeated id
+                ollama_call("get_time", "{}", None),
+            ],
+        }
+    )
     out = run(assembly(), [chunk, ollama({}, "tool_calls")])
     assert calls_of(out) == [
         {"id": "call_a", "name": "get_weather", "arguments": '{"city":"Tokyo"}'},
-        {"id": "call_gen00000000000000000000", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+        {
+            "id": "call_gen00000000000000000000",
+            "name": "get_weather",
+            "arguments": '{"city":"Paris"}',
+        },
         {"id": "call_gen00000000000000000001", "name": "get_time", "arguments": "{}"},
     ]
     assert finish_of(out)[0] == "tool_calls"
@@ -122,8 +155,12 @@ def test_ollama_several_calls_all_index_zero_in_one_chunk() -> None:
 def test_ollama_legacy_without_index_new_id_per_chunk_and_stop() -> None:
     legacy = {"role": "assistant", "content": ""}
     chunks = [
-        ollama({**legacy, "tool_calls": [ollama_call("get_weather", '{"city":"A"}', "call_1", None)]}),
-        ollama({**legacy, "tool_calls": [ollama_call("get_weather", '{"city":"B"}', "call_2", None)]}),
+        ollama(
+            {**legacy, "tool_calls": [ollama_call("get_weather", '{"city":"A"}', "call_1", None)]}
+        ),
+        ollama(
+            {**legacy, "tool_calls": [ollama_call("get_weather", '{"city":"B"}', "call_2", None)]}
+        ),
         ollama(legacy, "stop"),  # < v0.5.12 said stop after tool calls
     ]
     out = run(assembly(), chunks)
@@ -134,16 +171,31 @@ def test_ollama_legacy_without_index_new_id_per_chunk_and_stop() -> None:
 def test_vllm_incremental_fragments_and_extras() -> None:
     chunks = [
         vllm({"role": "assistant", "content": ""}),
-        vllm({"tool_calls": [{"id": "chatcmpl-tool-9f2c4e1a7b3d", "type": "function", "index": 0,
-                              "function": {"name": "get_weather"}}]}),
+        vllm(
+            {
+                "tool_calls": [
+                    {
+                        "id": "chatcmpl-tool-9f2c4e1a7b3d",
+                        "type": "function",
+                        "index": 0,
+                        "function": {"name": "get_weather"},
+                    }
+                ]
+            }
+        ),
         vllm({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "'}}]}),
         vllm({"tool_calls": [{"index": 0, "function": {"arguments": 'Tokyo"}'}}]}),
         vllm({}, "tool_calls"),
     ]
     out = run(assembly(), chunks)
     assert out[0] == chunks[0]
-    assert calls_of(out) == [{"id": "chatcmpl-tool-9f2c4e1a7b3d", "name": "get_weather",
-                              "arguments": '{"city": "Tokyo"}'}]
+    assert calls_of(out) == [
+        {
+            "id": "chatcmpl-tool-9f2c4e1a7b3d",
+            "name": "get_weather",
+            "arguments": '{"city": "Tokyo"}',
+        }
+    ]
     assert out[-1] == chunks[-1]  # stop_reason and logprobs survive
     assert len(out) == 3
 
@@ -152,16 +204,45 @@ def test_openai_parallel_calls_complete_when_the_next_starts() -> None:
     stage = assembly()
     first = [
         vllm({"role": "assistant", "content": None}),
-        vllm({"tool_calls": [{"index": 0, "id": "call_A", "type": "function",
-                              "function": {"name": "get_weather", "arguments": ""}}]}),
+        vllm(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_A",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": ""},
+                    }
+                ]
+            }
+        ),
         vllm({"tool_calls": [{"index": 0, "function": {"arguments": '{"city":"X"}'}}]}),
     ]
     assert len(run(stage, first, flush=False)) == 1  # only the role chunk: the call is held
-    started = stage.feed(vllm({"tool_calls": [{"index": 1, "id": "call_B", "type": "function",
-                                               "function": {"name": "get_time", "arguments": ""}}]}))
-    assert calls_of(started) == [{"id": "call_A", "name": "get_weather", "arguments": '{"city":"X"}'}]
-    rest = run(stage, [vllm({"tool_calls": [{"index": 1, "function": {"arguments": "{}"}}]}),
-                       vllm({}, "tool_calls")])
+    started = stage.feed(
+        vllm(
+            {
+                "tool_calls": [
+                    {
+                        "index": 1,
+                        "id": "call_B",
+                        "type": "function",
+                        "function": {"name": "get_time", "arguments": ""},
+                    }
+                ]
+            }
+        )
+    )
+    assert calls_of(started) == [
+        {"id": "call_A", "name": "get_weather", "arguments": '{"city":"X"}'}
+    ]
+    rest = run(
+        stage,
+        [
+            vllm({"tool_calls": [{"index": 1, "function": {"arguments": "{}"}}]}),
+            vllm({}, "tool_calls"),
+        ],
+    )
     assert rest[0]["choices"][0]["delta"]["tool_calls"][0]["index"] == 1
     assert calls_of(started + rest)[1] == {"id": "call_B", "name": "get_time", "arguments": "{}"}
 
@@ -169,8 +250,18 @@ def test_openai_parallel_calls_complete_when_the_next_starts() -> None:
 def test_llamacpp_start_delta_carries_arguments() -> None:
     call_id = "aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW"
     chunks = [
-        vllm({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
-                              "function": {"name": "get_weather", "arguments": '{"ci'}}]}),
+        vllm(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"ci'},
+                    }
+                ]
+            }
+        ),
         vllm({"tool_calls": [{"index": 0, "function": {"arguments": 'ty":"Oslo"}'}}]}),
         vllm({}, "tool_calls"),
     ]
@@ -179,37 +270,73 @@ def test_llamacpp_start_delta_carries_arguments() -> None:
 
 
 def test_content_with_tool_part_leaves_first() -> None:
-    chunk = vllm({"content": "Let me check.", "tool_calls": [
-        {"index": 0, "id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]})
+    chunk = vllm(
+        {
+            "content": "Let me check.",
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": ""},
+                }
+            ],
+        }
+    )
     out = assembly().feed(chunk)
     assert out == [vllm({"content": "Let me check."})]
 
 
 def test_invalid_calls_dropped_and_finish_becomes_stop() -> None:
     stage = assembly()
-    out = run(stage, [
-        ollama({"tool_calls": [ollama_call("rm_rf", "{}"), ollama_call("get_weather", '{"town":"x"}')]}),
-        ollama({}, "tool_calls"),
-    ])
+    out = run(
+        stage,
+        [
+            ollama(
+                {
+                    "tool_calls": [
+                        ollama_call("rm_rf", "{}"),
+                        ollama_call("get_weather", '{"town":"x"}'),
+                    ]
+                }
+            ),
+            ollama({}, "tool_calls"),
+        ],
+    )
     assert calls_of(out) == []
     reason, finish = finish_of(out)
     assert reason == "stop"
     assert finish["x_toolshim"]["dropped"] == 2
     assert stage.observations == [
         Observation("qwen3:8b", "call_dropped", {"name": "rm_rf", "reason": "unknown_tool"}),
-        Observation("qwen3:8b", "call_dropped",
-                    {"name": "get_weather", "reason": "schema: 'city' is a required property"}),
+        Observation(
+            "qwen3:8b",
+            "call_dropped",
+            {"name": "get_weather", "reason": "schema: 'city' is a required property"},
+        ),
     ]
 
 
 def test_repair_policy_records_fixes() -> None:
     stage = assembly("repair")
-    out = run(stage, [ollama({"tool_calls": [ollama_call("Get_Weather", "{'city': 'Rome',}")]}),
-                      ollama({}, "tool_calls")])
-    assert calls_of(out) == [{"id": "call_k3x9a0qz", "name": "get_weather", "arguments": '{"city":"Rome"}'}]
+    out = run(
+        stage,
+        [
+            ollama({"tool_calls": [ollama_call("Get_Weather", "{'city': 'Rome',}")]}),
+            ollama({}, "tool_calls"),
+        ],
+    )
+    assert calls_of(out) == [
+        {"id": "call_k3x9a0qz", "name": "get_weather", "arguments": '{"city":"Rome"}'}
+    ]
     assert finish_of(out)[1]["x_toolshim"]["repaired"] == 1
-    assert stage.observations == [Observation("qwen3:8b", "call_repaired", {
-        "name": "get_weather", "fixes": ["name_case", "single_quotes", "trailing_comma"]})]
+    assert stage.observations == [
+        Observation(
+            "qwen3:8b",
+            "call_repaired",
+            {"name": "get_weather", "fixes": ["name_case", "single_quotes", "trailing_comma"]},
+        )
+    ]
 
 
 def test_keep_policy_passes_invalid_without_annotation() -> None:
@@ -222,25 +349,56 @@ def test_keep_policy_passes_invalid_without_annotation() -> None:
 
 def test_rename_is_reversed() -> None:
     stage = assembly(rename={"weather_v2": "get_weather"})
-    out = run(stage, [ollama({"tool_calls": [ollama_call("weather_v2", '{"city":"A"}')]}), ollama({}, "stop")])
+    out = run(
+        stage,
+        [ollama({"tool_calls": [ollama_call("weather_v2", '{"city":"A"}')]}), ollama({}, "stop")],
+    )
     assert calls_of(out)[0]["name"] == "get_weather"
 
 
 def test_parallel_false_keeps_only_the_first_surviving_call() -> None:
     stage = assembly(parallel=False)
-    out = run(stage, [ollama({"tool_calls": [
-        ollama_call("nope", "{}", "c0"), ollama_call("get_weather", '{"city":"A"}', "c1"),
-        ollama_call("get_time", "{}", "c2")]}), ollama({}, "tool_calls")])
+    out = run(
+        stage,
+        [
+            ollama(
+                {
+                    "tool_calls": [
+                        ollama_call("nope", "{}", "c0"),
+                        ollama_call("get_weather", '{"city":"A"}', "c1"),
+                        ollama_call("get_time", "{}", "c2"),
+                    ]
+                }
+            ),
+            ollama({}, "tool_calls"),
+        ],
+    )
     assert [c["id"] for c in calls_of(out)] == ["c1"]
-    assert [d["reason"] for d in stage.summary()["dropped_calls"]] == ["unknown_tool", "parallel_tool_calls=false"]
+    assert [d["reason"] for d in stage.summary()["dropped_calls"]] == [
+        "unknown_tool",
+        "parallel_tool_calls=false",
+    ]
 
 
 def test_length_drops_the_cut_off_call() -> None:
-    out = run(assembly(), [
-        vllm({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
-                              "function": {"name": "get_weather", "arguments": '{"city":"Li'}}]}),
-        vllm({}, "length"),
-    ])
+    out = run(
+        assembly(),
+        [
+            vllm(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": '{"city":"Li'},
+                        }
+                    ]
+                }
+            ),
+            vllm({}, "length"),
+        ],
+    )
     assert calls_of(out) == []
     reason, finish = finish_of(out)
     assert reason == "length"
@@ -250,15 +408,39 @@ def test_length_drops_the_cut_off_call() -> None:
 @pytest.mark.parametrize("arguments", ['{"city":"Li', "", '{"city": ['])
 def test_stream_without_finish_flushes_and_synthesizes(arguments: str) -> None:
     stage = assembly()
-    ok = vllm({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
-                               "function": {"name": "get_weather", "arguments": '{"city":"A"}'}}]})
-    cut = vllm({"tool_calls": [{"index": 1, "id": "c2", "type": "function",
-                                "function": {"name": "get_weather", "arguments": arguments}}]})
+    ok = vllm(
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city":"A"}'},
+                }
+            ]
+        }
+    )
+    cut = vllm(
+        {
+            "tool_calls": [
+                {
+                    "index": 1,
+                    "id": "c2",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": arguments},
+                }
+            ]
+        }
+    )
     out = run(stage, [ok, cut])
     assert [c["id"] for c in calls_of(out)] == ["c1"]
     reason, finish = finish_of(out)
     assert reason == "tool_calls"
-    assert {k: finish[k] for k in ("id", "model", "created")} == {"id": "chatcmpl-abc", "model": "Qwen/Qwen3-8B", "created": T}
+    assert {k: finish[k] for k in ("id", "model", "created")} == {
+        "id": "chatcmpl-abc",
+        "model": "Qwen/Qwen3-8B",
+        "created": T,
+    }
     assert stage.summary()["dropped_calls"] == [{"name": "get_weather", "reason": "truncated"}]
     assert stage.flush() == []
 
@@ -278,22 +460,52 @@ def test_other_choices_pass_through() -> None:
     chunk["choices"].append(other)
     out = run(assembly(), [chunk])
     assert any(other in c["choices"] for c in out)
-    assert calls_of([{**c, "choices": c["choices"][:1]} for c in out if c["choices"]])[0]["name"] == "get_weather"
+    assert (
+        calls_of([{**c, "choices": c["choices"][:1]} for c in out if c["choices"]])[0]["name"]
+        == "get_weather"
+    )
 
 
 def test_finish_in_the_same_chunk_as_the_last_fragment() -> None:
-    out = run(assembly(), [
-        vllm({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "get_time"}}]}),
-        vllm({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}, "tool_calls"),
-    ])
+    out = run(
+        assembly(),
+        [
+            vllm(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "get_time"},
+                        }
+                    ]
+                }
+            ),
+            vllm({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}, "tool_calls"),
+        ],
+    )
     assert calls_of(out) == [{"id": "c1", "name": "get_time", "arguments": "{}"}]
-    assert out[-1]["choices"][0] == {"index": 0, "delta": {}, "logprobs": None,
-                                     "finish_reason": "tool_calls", "stop_reason": None}
+    assert out[-1]["choices"][0] == {
+        "index": 0,
+        "delta": {},
+        "logprobs": None,
+        "finish_reason": "tool_calls",
+        "stop_reason": None,
+    }
 
 
 def test_inputs_are_not_mutated() -> None:
-    chunks = [ollama({"role": "assistant", "content": "", "tool_calls": [
-        ollama_call("Get_Weather", "{'city': 'A'}"), ollama_call("x", "{}")]}), ollama({}, "tool_calls")]
+    chunks = [
+        ollama(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [ollama_call("Get_Weather", "{'city': 'A'}"), ollama_call("x", "{}")],
+            }
+        ),
+        ollama({}, "tool_calls"),
+    ]
     before = orjson.dumps(chunks)
     run(assembly("repair"), chunks)
     assert orjson.dumps(chunks) == before

@@ -36,30 +36,66 @@ def _check(name: str, arguments: str, policy: InvalidPolicy = "drop") -> CallVer
 @pytest.mark.parametrize(
     ("name", "arguments", "policy", "expected"),
     [
-        ("get_weather", '{"city": "Tokyo"}', "drop", CallVerdict(True, "get_weather", '{"city": "Tokyo"}')),
-        ("weather_v2", '{"city":"Tokyo"}', "drop", CallVerdict(True, "get_weather", '{"city":"Tokyo"}')),
+        (
+            "get_weather",
+            '{"city": "Tokyo"}',
+            "drop",
+            CallVerdict(True, "get_weather", '{"city": "Tokyo"}'),
+        ),
+        (
+            "weather_v2",
+            '{"city":"Tokyo"}',
+            "drop",
+            CallVerdict(True, "get_weather", '{"city":"Tokyo"}'),
+        ),
         ("list_files", "", "drop", CallVerdict(True, "list_files", "{}")),
         ("list_files", "  ", "drop", CallVerdict(True, "list_files", "{}")),
         ("no_params", '{"x": 1}', "drop", CallVerdict(True, "no_params", '{"x": 1}')),
         ("broken_schema", "{}", "drop", CallVerdict(True, "broken_schema", "{}")),
         ("dangling_ref", "{}", "drop", CallVerdict(True, "dangling_ref", "{}")),
         ("rm_rf", "{}", "drop", CallVerdict(False, "rm_rf", "{}", (), "unknown_tool")),
-        ("Get_Weather", '{"city":"T"}', "drop", CallVerdict(False, "Get_Weather", '{"city":"T"}', (), "unknown_tool")),
-        ("get_weather", '{"city": "To', "drop", CallVerdict(False, "get_weather", '{"city": "To', (), "bad_json")),
-        ("get_weather", "[1]", "drop", CallVerdict(False, "get_weather", "[1]", (), "not_an_object")),
-        ("get_weather", "null", "drop", CallVerdict(False, "get_weather", "null", (), "not_an_object")),
+        (
+            "Get_Weather",
+            '{"city":"T"}',
+            "drop",
+            CallVerdict(False, "Get_Weather", '{"city":"T"}', (), "unknown_tool"),
+        ),
+        (
+            "get_weather",
+            '{"city": "To',
+            "drop",
+            CallVerdict(False, "get_weather", '{"city": "To', (), "bad_json"),
+        ),
+        (
+            "get_weather",
+            "[1]",
+            "drop",
+            CallVerdict(False, "get_weather", "[1]", (), "not_an_object"),
+        ),
+        (
+            "get_weather",
+            "null",
+            "drop",
+            CallVerdict(False, "get_weather", "null", (), "not_an_object"),
+        ),
         (
             "get_weather",
             '{"town": "x"}',
             "drop",
-            CallVerdict(False, "get_weather", '{"town": "x"}', (), "schema: 'city' is a required property"),
+            CallVerdict(
+                False, "get_weather", '{"town": "x"}', (), "schema: 'city' is a required property"
+            ),
         ),
         (
             "get_weather",
             '{"city": "x", "units": "k"}',
             "drop",
             CallVerdict(
-                False, "get_weather", '{"city": "x", "units": "k"}', (), "schema: units: 'k' is not one of ['c', 'f']"
+                False,
+                "get_weather",
+                '{"city": "x", "units": "k"}',
+                (),
+                "schema: units: 'k' is not one of ['c', 'f']",
             ),
         ),
     ],
@@ -71,25 +107,55 @@ def test_verdicts(name: str, arguments: str, policy: InvalidPolicy, expected: Ca
 @pytest.mark.parametrize(
     ("name", "arguments", "expected"),
     [
-        ("Get_Weather", '{"city":"T"}', CallVerdict(True, "get_weather", '{"city":"T"}', ("name_case",))),
-        ("WEATHER_V2", '{"city":"T"}', CallVerdict(True, "get_weather", '{"city":"T"}', ("name_case",))),
-        ("get_weather", "{'city': 'T',}", CallVerdict(True, "get_weather", '{"city":"T"}', ("single_quotes", "trailing_comma"))),
-        ("get_weather", '"{\\"city\\": \\"T\\"}"', CallVerdict(True, "get_weather", '{"city":"T"}', ("string_in_string",))),
+        (
+            "Get_Weather",
+            '{"city":"T"}',
+            CallVerdict(True, "get_weather", '{"city":"T"}', ("name_case",)),
+        ),
+        (
+            "WEATHER_V2",
+            '{"city":"T"}',
+            CallVerdict(True, "get_weather", '{"city":"T"}', ("name_case",)),
+        ),
+        (
+            "get_weather",
+            "{'city': 'T',}",
+            CallVerdict(True, "get_weather", '{"city":"T"}', ("single_quotes", "trailing_comma")),
+        ),
+        (
+            "get_weather",
+            '"{\\"city\\": \\"T\\"}"',
+            CallVerdict(True, "get_weather", '{"city":"T"}', ("string_in_string",)),
+        ),
         (
             "get_weather",
             '{"city": "T", "filter": "{\\"a\\": 1}"}',
-            CallVerdict(True, "get_weather", '{"city":"T","filter":{"a":1}}', ("string_in_string",)),
+            CallVerdict(
+                True, "get_weather", '{"city":"T","filter":{"a":1}}', ("string_in_string",)
+            ),
         ),
         (
             "GET_WEATHER",
             '{"city": "T", "flag": True}',
-            CallVerdict(True, "get_weather", '{"city":"T","flag":true}', ("name_case", "python_literals")),
+            CallVerdict(
+                True, "get_weather", '{"city":"T","flag":true}', ("name_case", "python_literals")
+            ),
         ),
-        ("get_weather", '{"city": "To', CallVerdict(False, "get_weather", '{"city": "To', (), "bad_json")),
+        (
+            "get_weather",
+            '{"city": "To',
+            CallVerdict(False, "get_weather", '{"city": "To', (), "bad_json"),
+        ),
         (
             "get_weather",
             "{'town': 'x'}",
-            CallVerdict(False, "get_weather", "{'town': 'x'}", ("single_quotes",), "schema: 'city' is a required property"),
+            CallVerdict(
+                False,
+                "get_weather",
+                "{'town': 'x'}",
+                ("single_quotes",),
+                "schema: 'city' is a required property",
+            ),
         ),
         ("nope", "{}", CallVerdict(False, "nope", "{}", (), "unknown_tool")),
     ],
@@ -106,7 +172,11 @@ def test_repair_refuses_an_ambiguous_name() -> None:
 
 @pytest.mark.parametrize(
     ("name", "arguments", "reason"),
-    [("rm_rf", "{}", "unknown_tool"), ("get_weather", "{'city'", "bad_json"), ("get_weather", "{}", "schema: 'city' is a required property")],
+    [
+        ("rm_rf", "{}", "unknown_tool"),
+        ("get_weather", "{'city'", "bad_json"),
+        ("get_weather", "{}", "schema: 'city' is a required property"),
+    ],
 )
 def test_keep_keeps_everything_unchanged(name: str, arguments: str, reason: str) -> None:
     assert _check(name, arguments, "keep") == CallVerdict(True, name, arguments, (), reason)
@@ -125,7 +195,12 @@ def test_inputs_are_not_mutated() -> None:
     assert offered == OFFERED
 
 
-@given(st.dictionaries(st.text(max_size=5), st.integers(-(2**63), 2**63 - 1) | st.text(max_size=5), max_size=4), st.text(min_size=1))
+@given(
+    st.dictionaries(
+        st.text(max_size=5), st.integers(-(2**63), 2**63 - 1) | st.text(max_size=5), max_size=4
+    ),
+    st.text(min_size=1),
+)
 def test_valid_calls_always_pass_unchanged(extra: dict[str, Any], city: str) -> None:
     text = orjson.dumps({**extra, "city": city}).decode()
     policies: tuple[InvalidPolicy, ...] = ("drop", "repair", "keep")

@@ -38,14 +38,21 @@ def test_repair_arguments(text: str, expected: Any) -> None:
 
 SCHEMA = {
     "type": "object",
-    "properties": {"filter": {"type": "object"}, "ids": {"type": "array"}, "note": {"type": "string"}},
+    "properties": {
+        "filter": {"type": "object"},
+        "ids": {"type": "array"},
+        "note": {"type": "string"},
+    },
 }
 
 
 @pytest.mark.parametrize(
     ("arguments", "expected"),
     [
-        ({"filter": '{"a": 1}', "ids": "[1, 2]"}, ({"filter": {"a": 1}, "ids": [1, 2]}, ("string_in_string",))),
+        (
+            {"filter": '{"a": 1}', "ids": "[1, 2]"},
+            ({"filter": {"a": 1}, "ids": [1, 2]}, ("string_in_string",)),
+        ),
         ({"note": '{"a": 1}'}, ({"note": '{"a": 1}'}, ())),  # the client wants a string
         ({"filter": "[1]"}, ({"filter": "[1]"}, ())),  # wrong container: no guess
         ({"filter": "{'a': 1}"}, ({"filter": "{'a': 1}"}, ())),  # strict only
