@@ -1,0 +1,102 @@
+"""Recovering calls from a whole reply when the format is not known for sure.
+
+Owns: removing reasoning before calls are searched (formats.md §2
+"Reasoning"), the whole-reply fence wrapper rule (hermes-024), and trying a
+list of formats in order with their markers as a cheap pre-filter. Must not:
+know any particular format's syntax, or look inside a closed `<think>` block.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from proxy.formats.base import ParseResult, TextFormat, no_calls
+from proxy.types import JSON
+
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
+# Kimi K2 Thinking may skip `</think>` and go straight to its tool section
+# (kimi-k2-005, vLLM PR #32216): the section marker ends the reasoning.
+THINK_BREAKERS = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
+_WHOLE_FENCE = re.compile(r"\A\s*(`{3,}|~{3,})[^\n`]*\n(.*)\n[ \t]*\1[ \t]*\s*\Z", re.DOTALL)
+
+
+def think_end(text: str, start: int) -> tuple[int, int] | None:
+    """(where reasoning content ends, where the text resumes) after an open tag at start."""
+    ends = [(text.find(THINK_CLOSE, start), len(THINK_CLOSE))]
+    ends += [(text.find(marker, start), 0) for marker in THINK_BREAKERS]
+    found = [(at, at + skip) for at, skip in ends if at >= 0]
+    return min(found) if found else None
+
+
+def strip_reasoning(text: str) -> str:
+    """The reply without its reasoning: think blocks, or all before an orphan close."""
+    close = text.find(THINK_CLOSE)
+    opened = text.find(THINK_OPEN)
+    if close >= 0 and (opened < 0 or opened > close):
+        # Thinking forced open by the prompt: only the close tag appears.
+        text = text[close + len(THINK_CLOSE):]
+    pieces: list[str] = []
+    pos = 0
+    while (opened := text.find(THINK_OPEN, pos)) >= 0:
+        pieces.append(text[pos:opened])
+        end = think_end(text, opened + len(THINK_OPEN))
+        if end is None:
+            return "".join(pieces)
+        pos = end[1]
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+def whole_fence_body(text: str) -> str | None:
+    """The body when the whole reply is one fence (llama.cpp accepts this "good bad" output)."""
+    match = _WHOLE_FENCE.match(text)
+    if match is None or match.group(1)[0] * 3 in match.group(2):
+        return None
+    return match.group(2)
+
+
+# Markers every JSON-ish format shares: they say nothing about which format it is.
+GENERIC_MARKERS = frozenset({"{", "[", "```", "~~~"})
+
+
+def applicable(formats: Sequence[TextFormat], text: str) -> list[TextFormat]:
+    """Formats to try, in order: first those whose own markers occur in text,
+    then those whose generic markers do (a bare object must not be taken out
+    of a `<tool_call>` block by a format that only knows bare objects)."""
+    specific = [
+        fmt for fmt in formats
+        if any(marker in text for marker in fmt.markers if marker not in GENERIC_MARKERS)
+    ]
+    generic = [
+        fmt for fmt in formats
+        if fmt not in specific and any(marker in text for marker in fmt.markers)
+    ]
+    return specific + generic
+
+
+def recover_with(
+    text: str, tools: Mapping[str, JSON], formats: Sequence[TextFormat], whole_fence: bool = True
+) -> tuple[ParseResult, str | None]:
+    """The first format (in order) that recovers a call; else the text unchanged."""
+    body = whole_fence_body(text) if whole_fence else None
+    if not tools:
+        return no_calls(text), None
+    for fmt in applicable(formats, text):
+        if body is not None:
+            inner = _safe_parse(fmt, body, tools)
+            if inner.calls and inner.text is None:
+                return inner, fmt.name
+        result = _safe_parse(fmt, text, tools)
+        if result.calls:
+            return result, fmt.name
+    return no_calls(text), None
+
+
+def _safe_parse(fmt: TextFormat, text: str, tools: Mapping[str, JSON]) -> ParseResult:
+    # A format bug must cost a recovery, never the reply: the text goes on as is.
+    try:
+        return fmt.parse(text, tools)
+    except Exception:  # noqa: BLE001
+        return no_calls(text)

@@ -1,0 +1,282 @@
+"""Recovering text tool calls from a reply that arrives in pieces.
+
+Owns: deciding, delta by delta, which text is certainly prose (sent on at
+once) and which might still be a call (held): a possible partial marker at
+the end, a block from a marker or a line-start `{` / `[` / fence until it is
+resolved, formats.md §5. Resolution re-runs the whole-text recovery on the
+held block, so streamed and whole results agree for any split. Must not:
+parse inside reasoning or inside the fence of an answer, or hold prose that
+cannot start a call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from proxy.formats import format_order
+from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.detect import (
+    GENERIC_MARKERS, THINK_BREAKERS, THINK_CLOSE, THINK_OPEN, recover_with, think_end,
+)
+from proxy.formats.jsonish import scan_json_value
+from proxy.types import JSON
+
+Item = str | ParsedCall
+_LINE_START = re.compile(r"(?m)^[ \t]*([{\[]|`{3,}|~{3,})")
+_PARTIAL_FENCE = re.compile(r"(?:\A|\n)[ \t]*(`{1,2}|~{1,2})\Z")
+_FENCE_LINE = re.compile(r"(?m)^[ \t]{0,3}(`{3,}|~{3,})")
+_FENCE_INFO = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*([^\n]*)\n")
+_JSON_INFO = ("", "json", "json5", "jsonc")
+_CONTEXT = 1000
+
+
+class StreamRecovery:
+    """feed(delta) / flush() -> prose strings and complete calls, in order."""
+
+    def __init__(self, tools: Mapping[str, JSON], preferred: str | None = None,
+                 keep_reasoning: bool = False) -> None:
+        self._tools = dict(tools)
+        self._order = format_order(preferred)
+        self._keep = keep_reasoning
+        markers = {m for fmt in self._order for m in fmt.markers if m not in GENERIC_MARKERS}
+        self._markers = tuple(sorted(markers | {THINK_OPEN}, key=len, reverse=True))
+        self._buf = ""
+        self._line = ""  # prose sent since the last newline: context for the parsers
+        self._holding = False
+        self._in_think = False
+        self._fence: str | None = None  # the opening run of an answer's fence we are inside
+        self._at_start = True
+        # Without keep_reasoning, an orphan `</think>` (thinking forced open by
+        # the prompt) makes everything before it reasoning: wait to know.
+        self._undecided = not keep_reasoning
+        self.format: str | None = None
+        self.calls = 0
+
+    def feed(self, delta: str) -> list[Item]:
+        self._buf += delta
+        return self._pump(resolve="\n" in delta)
+
+    def flush(self) -> list[Item]:
+        out: list[Item] = []
+        if self._undecided:
+            self._undecided = False
+            out += self._pump(resolve=False)
+        if self._in_think:
+            out += self._reasoning(len(self._buf))
+        elif self._fence is not None:
+            out += self._text(self._buf)
+        elif self._buf:
+            result, name = self._recover(self._buf)
+            out += self._result(result, name)
+        self._buf = ""
+        return out
+
+    # --- modes -------------------------------------------------------------
+
+    def _pump(self, resolve: bool) -> list[Item]:
+        out: list[Item] = []
+        if self._undecided and not self._decide():
+            return out
+        while self._buf:
+            before = (self._buf, self._holding, self._in_think, self._fence)
+            if self._in_think:
+                out += self._think_step()
+            elif self._fence is not None:
+                out += self._fence_step()
+            elif self._holding:
+                resolved = self._resolve() if resolve else None
+                if resolved is None:
+                    break
+                out += resolved
+            else:
+                out += self._free_step()
+                resolve = True
+            if (self._buf, self._holding, self._in_think, self._fence) == before:
+                break
+        return out
+
+    def _decide(self) -> bool:
+        close, opened = self._buf.find(THINK_CLOSE), self._buf.find(THINK_OPEN)
+        if close >= 0 and (opened < 0 or opened > close):
+            self._buf = self._buf[close + len(THINK_CLOSE):]
+        elif opened < 0:
+            return False
+        self._undecided = False
+        return True
+
+    def _think_step(self) -> list[Item]:
+        end = think_end(self._buf, 0)
+        if end is None:
+            keep = len(self._buf) - _partial(self._buf, (THINK_CLOSE, *THINK_BREAKERS))
+            return self._reasoning(keep)
+        self._in_think = False
+        return self._reasoning(end[1])
+
+    def _fence_step(self) -> list[Item]:
+        assert self._fence is not None
+        for match in _FENCE_LINE.finditer(self._buf):
+            run = match.group(1)
+            if match.start() == 0 and self._line.strip():
+                continue
+            if run[0] == self._fence[0] and len(run) >= len(self._fence):
+                newline = self._buf.find("\n", match.end())
+                if newline < 0:
+                    return self._text(self._buf[:match.start()], cut=match.start())
+                self._fence = None
+                return self._text(self._buf[:newline + 1], cut=newline + 1)
+        partial = _PARTIAL_FENCE.search(self._buf)
+        keep = partial.start() + (partial.group().startswith("\n")) if partial else len(self._buf)
+        return self._text(self._buf[:keep], cut=keep)
+
+    def _free_step(self) -> list[Item]:
+        start, kind = self._next_start()
+        out = self._text(self._buf[:start], cut=start)
+        if kind == "think":
+            self._in_think = True
+            out += self._reasoning(len(THINK_OPEN))
+        elif kind == "fence":
+            info = _FENCE_INFO.match(self._buf)
+            if info is None:
+                return out
+            word = (info.group(2).split() or [""])[0].lower()
+            if word not in _JSON_INFO and not self._at_start:
+                # An answer's code fence after prose: an example, never parsed.
+                self._fence = info.group(1)
+                out += self._text(self._buf[:info.end()], cut=info.end())
+            else:
+                self._holding = True
+        elif kind in ("marker", "bare"):
+            self._holding = True
+        return out
+
+    def _next_start(self) -> tuple[int, str]:
+        """Where something that might be a call (or reasoning) begins, and what."""
+        buf = self._buf
+        found: list[tuple[int, str]] = []
+        for marker in self._markers:
+            at = buf.find(marker)
+            if at >= 0:
+                found.append((at, "think" if marker == THINK_OPEN else "marker"))
+        source = self._line + buf
+        for match in _LINE_START.finditer(source):
+            at = match.start(1) - len(self._line)
+            if at >= 0:
+                found.append((at, "bare" if match.group(1) in "{[" else "fence"))
+                break
+        partial = _PARTIAL_FENCE.search(source)
+        if partial is not None and partial.start(1) >= len(self._line):
+            found.append((partial.start(1) - len(self._line), "partial"))
+        found.append((len(buf) - _partial(buf, self._markers), "partial"))
+        return min(found)
+
+    def _resolve(self) -> list[Item] | None:
+        """Release the held block once prose after it settles what it is."""
+        whole, name = self._recover(self._buf)
+        lines = [q for q in _line_starts(self._buf) if q > self._last_start()]
+        lines = [q for q in lines if _has_full_line(self._buf[q:])]
+        if not lines or (not whole.calls and not self._closed(lines[-1])):
+            return None
+        lo, hi = 0, len(lines) - 1
+        if not self._agrees(lines[hi], whole):
+            return None
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._agrees(lines[mid], whole):
+                hi = mid
+            else:
+                lo = mid + 1
+        q = lines[lo]
+        result, name = self._recover(self._buf[:q])
+        self._buf = self._buf[q:]
+        self._holding = False
+        return self._result(result, name)
+
+    def _agrees(self, q: int, whole: ParseResult) -> bool:
+        head, _ = self._recover(self._buf[:q])
+        if head.calls != whole.calls or (not head.calls and not self._closed(q)):
+            return False
+        return _squash((head.text or "") + self._buf[q:]) == _squash(whole.text or "")
+
+    def _closed(self, q: int) -> bool:
+        """A block that is not a call can go out as text only once it has ended."""
+        head = self._buf[:q]
+        start = len(head) - len(head.lstrip())
+        if head[start:start + 1] in ("{", "["):
+            end = scan_json_value(head, start)
+            return end is not None
+        info = _FENCE_INFO.match(head)
+        if info is not None:
+            return any(
+                m.group(1)[0] == info.group(1)[0] and len(m.group(1)) >= len(info.group(1))
+                for m in _FENCE_LINE.finditer(head, info.end())
+            )
+        return False
+
+    def _last_start(self) -> int:
+        """The last place after the block start where another block could begin."""
+        buf, last = self._buf, 0
+        for marker in self._markers:
+            last = max(last, buf.rfind(marker))
+        for match in _LINE_START.finditer(buf, 1):
+            last = max(last, match.start(1))
+        return last
+
+    # --- output ------------------------------------------------------------
+
+    def _recover(self, block: str) -> tuple[ParseResult, str | None]:
+        return recover_with(self._line + block, self._tools, self._order, self._at_start)
+
+    def _result(self, result: ParseResult, name: str | None) -> list[Item]:
+        text = result.text or ""
+        common = 0
+        while common < min(len(text), len(self._line)) and text[common] == self._line[common]:
+            common += 1
+        out: list[Item] = self._text(text[common:])
+        self._line = ""
+        if result.calls:
+            self.format = self.format or name
+            self.calls += len(result.calls)
+            self._at_start = False
+            out += list(result.calls)
+        return out
+
+    def _text(self, text: str, cut: int = 0) -> list[Item]:
+        self._buf = self._buf[cut:]
+        if not text:
+            return []
+        if text.strip():
+            self._at_start = False
+        newline = text.rfind("\n")
+        self._line = (self._line + text if newline < 0 else text[newline + 1:])[-_CONTEXT:]
+        return [text]
+
+    def _reasoning(self, size: int) -> list[Item]:
+        """Reasoning goes on verbatim (keep_reasoning) or is dropped; it is never parsed."""
+        text, self._buf = self._buf[:size], self._buf[size:]
+        return [text] if self._keep and text else []
+
+
+def _partial(text: str, markers: tuple[str, ...]) -> int:
+    """Length of the longest suffix of text that is a proper prefix of a marker."""
+    best = 0
+    for marker in markers:
+        for size in range(min(len(marker) - 1, len(text)), best, -1):
+            if text.endswith(marker[:size]):
+                best = size
+                break
+    return best
+
+
+def _line_starts(text: str) -> list[int]:
+    return [i + 1 for i, char in enumerate(text) if char == "\n" and i + 1 < len(text)]
+
+
+def _has_full_line(tail: str) -> bool:
+    """The tail holds a finished line with something on it: the block is followed by prose."""
+    newline = tail.rfind("\n")
+    return newline >= 0 and bool(tail[:newline].strip())
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,150 @@
+"""The shared conformance suite for every registered text tool-call format.
+
+The sample corpus goes through `recover` whole and through `StreamRecovery`
+at every split point (random splits for long texts); every format must
+round-trip its own rendering and list every tool in its prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sample_corpus import SHARED, TOOL_DEFS, SCHEMAS, offered, squash
+
+from proxy.formats import FORMATS, format_order, get_format, recover
+from proxy.formats.base import ParsedCall
+from proxy.formats.stream import StreamRecovery
+
+ALL_CASES: list[dict[str, Any]] = [
+    json.loads(line) for line in (SHARED / "textcalls-sample.jsonl").read_text().splitlines() if line
+]
+# The corpus labels a few cases by family; the registry by module.
+CASES = [c for c in ALL_CASES if c["format"] in FORMATS or c["format"] == "plain"]
+NEGATIVES = [c for c in CASES if not c["expect_calls"]]
+
+
+def _calls(calls: Any) -> list[dict[str, Any]]:
+    return [{"name": c.name, "arguments": c.arguments} for c in calls]
+
+
+def _stream(text: str, tools: dict[str, Any], cuts: list[int]) -> tuple[list[ParsedCall], str]:
+    parser = StreamRecovery(tools)
+    out: list[str | ParsedCall] = []
+    bounds = [0, *sorted(set(cuts)), len(text)]
+    for start, end in zip(bounds, bounds[1:]):
+        out += parser.feed(text[start:end])
+    out += parser.flush()
+    calls = [item for item in out if isinstance(item, ParsedCall)]
+    return calls, "".join(item for item in out if isinstance(item, str))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def test_whole_text(case: dict[str, Any]) -> None:
+    result, name = recover(case["content"], offered(case["tools"]))
+    assert _calls(result.calls) == case["expect_calls"]
+    assert squash(result.text) == squash(case["expect_text"])
+    assert (name is None) == (not case["expect_calls"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def test_preferred_format_gives_the_same_result(case: dict[str, Any]) -> None:
+    preferred = case["format"] if case["format"] in FORMATS else None
+    result, _ = recover(case["content"], offered(case["tools"]), preferred)
+    assert _calls(result.calls) == case["expect_calls"]
+    assert squash(result.text) == squash(case["expect_text"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def test_streamed_at_every_split_point(case: dict[str, Any]) -> None:
+    text, tools = case["content"], offered(case["tools"])
+    step = max(1, len(text) // 60)
+    for cut in range(0, len(text) + 1, step):
+        calls, streamed = _stream(text, tools, [cut])
+        assert _calls(calls) == case["expect_calls"], cut
+        assert squash(streamed) == squash(case["expect_text"]), cut
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def test_streamed_one_character_at_a_time(case: dict[str, Any]) -> None:
+    text, tools = case["content"], offered(case["tools"])
+    calls, streamed = _stream(text, tools, list(range(len(text))))
+    assert _calls(calls) == case["expect_calls"]
+    assert squash(streamed) == squash(case["expect_text"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(CASES), st.lists(st.floats(0, 1), max_size=8))
+def test_streamed_random_splits(case: dict[str, Any], fractions: list[float]) -> None:
+    text = case["content"]
+    calls, streamed = _stream(text, offered(case["tools"]), [int(f * len(text)) for f in fractions])
+    assert _calls(calls) == case["expect_calls"]
+    assert squash(streamed) == squash(case["expect_text"])
+
+
+@pytest.mark.parametrize("case", NEGATIVES, ids=lambda c: c["id"])
+def test_negative_cases_yield_no_call_at_any_prefix(case: dict[str, Any]) -> None:
+    text, tools = case["content"], offered(case["tools"])
+    for end in range(len(text) + 1):
+        assert recover(text[:end], tools)[0].calls == ()
+
+
+ROUND_TRIP_CALLS = [
+    [ParsedCall("get_weather", {"city": "Oslo"})],
+    [ParsedCall("get_weather", {"city": "Bergen", "unit": "fahrenheit"}),
+     ParsedCall("read_file", {"path": "src/main.py"})],
+    [ParsedCall("create_issue", {
+        "title": "Crash on Ärger.txt", "labels": ["bug", "i18n"],
+        "assignee": {"name": "Dana", "email": "d@example.org"},
+    })],
+]
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("calls", ROUND_TRIP_CALLS, ids=["one", "two", "nested"])
+def test_render_calls_round_trips(name: str, calls: list[ParsedCall]) -> None:
+    fmt = get_format(name)
+    rendered = fmt.render_calls(calls)
+    result = fmt.parse(rendered, SCHEMAS)
+    assert list(result.calls) == calls
+    assert result.text is None
+    assert _calls(recover(rendered, SCHEMAS, name)[0].calls) == _calls(calls)
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_render_tools_mentions_every_tool(name: str) -> None:
+    prompt = get_format(name).render_tools(TOOL_DEFS)
+    assert prompt.strip()
+    for tool in SCHEMAS:
+        assert tool in prompt
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_render_result_keeps_the_content(name: str) -> None:
+    assert "42 degrees" in get_format(name).render_result("get_weather", "42 degrees")
+
+
+def test_every_format_module_is_registered() -> None:
+    from pathlib import Path
+
+    import proxy.formats as package
+
+    modules = {
+        path.stem for path in Path(package.__file__).parent.glob("*.py")
+        if "FORMAT =" in path.read_text()
+    }
+    assert modules <= set(FORMATS)
+    assert {fmt.name for fmt in format_order(None)} == set(FORMATS)
+
+
+def test_unknown_format_name_lists_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="hermes"):
+        get_format("no-such-format")
+
+
+def test_preferred_format_is_tried_first() -> None:
+    assert format_order("json_block")[0].name == "json_block"
+    assert format_order(None)[0].name != "json_block"
