@@ -267,7 +267,9 @@ RESOLVED: dict[str, dict[str, object]] = {
     "hf.co/unsloth/gemma-3-12b-it-GGUF:Q4_K_M": {
         "tools": "auto", "fallback": "emulate", "tool_format": "pythonic",
     },
-    "mistralai/Mistral-Small-3.2-24B-Instruct-2506": {"fallback": "emulate", "tool_format": "mistral"},
+    "mistralai/Mistral-Small-3.2-24B-Instruct-2506": {
+        "fallback": "emulate", "tool_format": "mistral",
+    },
     "NousResearch/Hermes-3-Llama-3.1-8B": {"tool_format": "hermes", "parallel_tool_calls": None},
     "some-new-model:7b": {"tools": "auto", "tool_format": None, "max_tools": 64},
 }
