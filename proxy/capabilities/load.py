@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.scalarbool import ScalarBoolean
 
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.schema import (
@@ -73,13 +74,18 @@ def parse_capabilities(
         doc = YAML(typ="rt").load(text)
     except MarkedYAMLError as exc:
         return None, [_yaml_problem(exc, path)]
-    except Exception as exc:  # noqa: BLE001  ruamel raises assorted non-YAMLError types on odd input
+    except Exception as exc:  # noqa: BLE001
+        # ruamel raises assorted non-YAMLError types (ReaderError, RecursionError,
+        # warnings turned errors) on odd input; never let one escape a reload.
         return None, [Problem(path, None, f"cannot parse YAML: {exc}")]
     if doc is None:  # empty or only comments: all defaults
         return Capabilities(), []
     if not isinstance(doc, CommentedMap):
-        kind = "a list" if isinstance(doc, CommentedSeq) else f"{type(doc).__name__} {doc!r}"
-        return None, [Problem(path, 1, f"the top level must be a mapping, not {kind}")]
+        if isinstance(doc, CommentedSeq):
+            line, kind = doc.lc.line + 1, "a list"
+        else:  # a bare scalar carries no position; it is the whole document
+            line, kind = None, "a single value"
+        return None, [Problem(path, line, f"the top level must be a mapping, not {kind}")]
     try:
         data = _plain(doc, 0, [0])
     except (_TooBig, RecursionError):
@@ -106,23 +112,17 @@ def _plain(node: Any, depth: int, count: list[int]) -> Any:
     if depth > _MAX_DEPTH or count[0] > _MAX_NODES:
         raise _TooBig
     if isinstance(node, dict):
-        return {_plain_key(k): _plain(v, depth + 1, count) for k, v in node.items()}
+        # Complex keys (`? [a, b]`) stay as ruamel made them; pydantic rejects them.
+        return {_plain_scalar(k): _plain(v, depth + 1, count) for k, v in node.items()}
     if isinstance(node, list):
         return [_plain(v, depth + 1, count) for v in node]
     return _plain_scalar(node)
 
 
-def _plain_key(key: Any) -> Hashable:
-    if isinstance(key, (str, bool, int, float)) or key is None:
-        return _plain_scalar(key)  # type: ignore[no-any-return]
-    # Complex keys (`? [a, b]`) stay as ruamel made them; pydantic rejects them.
-    return key  # type: ignore[no-any-return]
-
-
 def _plain_scalar(value: Any) -> Any:
-    # ruamel subclasses (ScalarBoolean is an int, HexInt, LiteralScalarString)
-    # would fail pydantic's strict checks; unwrap them to the builtin type.
-    if isinstance(value, bool):
+    # ruamel subclasses (an anchored `&a true` is a ScalarBoolean, an int;
+    # HexInt; LiteralScalarString) would fail pydantic's strict checks.
+    if isinstance(value, (bool, ScalarBoolean)):
         return bool(value)
     if isinstance(value, str):
         return str(value)

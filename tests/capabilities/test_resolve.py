@@ -271,7 +271,7 @@ def _field(name: str) -> str:
     return NESTED.get(name, name)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(scenarios())
 def test_exact_entry_always_wins(scenario: tuple[Capabilities, str, str | None]) -> None:
     c, model, exact = scenario
@@ -294,7 +294,7 @@ def test_exact_entry_always_wins(scenario: tuple[Capabilities, str, str | None])
         assert profile.sources[name] == f"models:{exact}"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(scenarios())
 def test_field_set_nowhere_is_the_builtin_default(
     scenario: tuple[Capabilities, str, str | None],
