@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from proxy.formats.base import ParseResult, ParsedCall, remaining_text
-from proxy.formats.jsonish import loads_lenient
+from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.types import JSON, ToolDef
 
 _FENCE_LINE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*([^\n]*)$", re.MULTILINE)
@@ -215,3 +215,39 @@ def tool_list(tools: Sequence[ToolDef]) -> str:
 def dumps(value: Any) -> str:
     """JSON the way the model templates write it: non-ASCII kept."""
     return orjson.dumps(value).decode()
+
+
+def skip_space(text: str, pos: int) -> int:
+    """The first non-whitespace position at or after pos."""
+    return len(text) - len(text[pos:].lstrip())
+
+
+def json_at(text: str, pos: int) -> tuple[Any, int] | None:
+    """The JSON(-ish) object or array starting at pos (after whitespace), and its end.
+
+    None when there is none, it is cut off, or it cannot be repaired safely.
+    """
+    start = skip_space(text, pos)
+    end = scan_json_value(text, start) if text[start:start + 1] in ("{", "[") else None
+    decoded = loads_lenient(text[start:end]) if end is not None else None
+    if end is None or decoded is None:
+        return None
+    return decoded[0], end
+
+
+def wrapped_json_block(
+    text: str,
+    at: int,
+    wrapper: tuple[str, str],
+    tools: Mapping[str, JSON],
+    to_parts: Callable[[Any], list[tuple[ParsedCall, str]] | None] = calls_from_array,
+) -> Block | None:
+    """`OPEN json CLOSE` at `at`: the calls to_parts finds in the JSON; the close is optional."""
+    opener, closer = wrapper
+    found = json_at(text, at + len(opener))
+    parts = to_parts(found[0]) if found is not None else None
+    if found is None or parts is None:
+        return None
+    end = skip_space(text, found[1])
+    end = end + len(closer) if closer and text.startswith(closer, end) else found[1]
+    return section_block(text, at, end, parts, tools)

@@ -1,0 +1,58 @@
+"""Phi-4-mini tool calls (`functools[…]`, no closing marker), formats.md §3.9.
+
+Owns: the `functools` marker followed by a JSON array of `{name, arguments}`
+(Firefunction v2's ` functools[` is the same shape), decoded bracket-aware so
+arrays inside arguments do not end the list. Must not: stop at the first `]`
+(vLLM's bug, phi4mini-002) or execute a cut-off array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.blocks import (
+    Block, calls_from_array, dumps, find_blocks, marker_pattern, splice, tool_list,
+    wrapped_json_block,
+)
+from proxy.types import JSON, ToolDef
+
+_MARKER = "functools"
+
+_INSTRUCTIONS = """\
+You are a helpful assistant with some tools.<|tool|>[{tools}]<|/tool|>
+
+To call tools, reply with functools followed by a JSON list of calls, each with "name" and \
+"arguments", for example: functools[{{"name": "FUNCTION_NAME", "arguments": {{"argument": "value"}}}}]"""
+
+
+def _array(value: Any) -> list[tuple[ParsedCall, str]] | None:
+    return calls_from_array(value) if isinstance(value, list) else None
+
+
+def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
+    if not text.startswith("[", at + len(_MARKER)):
+        return None
+    return wrapped_json_block(text, at, (_MARKER, ""), tools, _array)
+
+
+class Phi4Mini:
+    name = "phi4_mini"
+    markers: tuple[str, ...] = (_MARKER + "[",)
+
+    def render_tools(self, tools: Sequence[ToolDef]) -> str:
+        return _INSTRUCTIONS.format(tools=tool_list(tools).replace("\n", ", "))
+
+    def render_calls(self, calls: Sequence[ParsedCall]) -> str:
+        return _MARKER + dumps([{"name": c.name, "arguments": c.arguments} for c in calls])
+
+    def render_result(self, name: str, content: str) -> str:
+        return content
+
+    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
+        blocks = find_blocks(text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools))
+        return splice(text, blocks)
+
+
+FORMAT = Phi4Mini()

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sample_corpus import (
+    SCHEMAS, assert_round_trip, assert_tools_listed, cases, check_case, simple_calls,
+)
+
+from proxy.formats.base import ParsedCall
+from proxy.formats.granite import FORMAT
+
+_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=10)
+
+
+@pytest.mark.parametrize("case", cases("granite"), ids=lambda c: c["id"])
+def test_sample(case: dict[str, Any]) -> None:
+    check_case(FORMAT, case)
+
+
+@settings(max_examples=60, deadline=None)
+@given(simple_calls(_ANY_TEXT))
+def test_round_trip(calls: list[ParsedCall]) -> None:
+    assert_round_trip(FORMAT, calls)
+
+
+def test_render_tools_lists_every_tool() -> None:
+    assert_tools_listed(FORMAT)
+
+
+def _parse(text: str) -> tuple[tuple[ParsedCall, ...], str | None]:
+    result = FORMAT.parse(text, SCHEMAS)
+    return result.calls, result.text
+
+
+def test_granite_31_array_after_tag_with_prose() -> None:
+    text = 'Sure.\n<tool_call>[{"name": "read_file", "arguments": {"path": "a"}}, {"name": "bash", "arguments": {"command": "ls"}}]'
+    assert _parse(text) == (
+        (ParsedCall("read_file", {"path": "a"}), ParsedCall("bash", {"command": "ls"})),
+        "Sure.\n",
+    )
+
+
+def test_granite_4_string_arguments_and_20b_function_call() -> None:
+    g4 = '<tool_call>{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}</tool_call>'
+    assert _parse(g4) == ((ParsedCall("get_weather", {"city": "Rome"}),), None)
+    fc = '<function_call> {"name": "read_file", "arguments": {"path": "a"}}\n<function_call> {"name": "read_file", "arguments": {"path": "b"}}'
+    assert [c.arguments["path"] for c in _parse(fc)[0]] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<|tool_call|>[{"name": "book_flight", "arguments": {"to": "JFK"}}]',
+        '<|tool_call|>[{"name": "read_file", "arguments": {"path": "a"',
+        "<|tool_call|>[1, 2]",
+    ],
+)
+def test_unknown_truncated_or_not_calls_stay_text(text: str) -> None:
+    assert _parse(text) == ((), text)
