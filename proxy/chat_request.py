@@ -74,7 +74,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     except orjson.JSONDecodeError as exc:
         raise ApiError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(body, dict):
-        raise ApiError(400, "request body must be a JSON object", code="invalid_request")
+        raise ApiError(400, "invalid request: the body must be a JSON object", code="invalid_request")
     try:
         _ChatBody.model_validate(body)
     except ValidationError as exc:

@@ -23,7 +23,7 @@ from starlette.responses import Response, StreamingResponse
 
 from proxy.errors import ApiError, error_body
 from proxy.exchange import Exchange, response_headers
-from proxy.sse import DONE_FRAME, SseDecoder, encode_data
+from proxy.sse import DONE_FRAME, SseDecoder, SseEvent, encode_data
 from proxy.transforms.response import ResponsePipeline
 from proxy.transforms.response.completion import chunks_to_completion, completion_to_chunks
 from proxy.types import Chunk
@@ -143,23 +143,20 @@ class _Relay:
         return b"".join(encode_data(orjson.dumps(c)) for c in frames) + DONE_FRAME
 
     def _take(self, piece: bytes) -> bytes:
-        out: list[bytes] = []
-        for event in self.decoder.feed(piece):
-            if event.is_done:
-                self.done = True
-                break
-            data = event.data
-            if b'"finish_reason":"' in data or b'"finish_reason": "' in data:
-                self.saw_finish = True
-            if not self.decode and data[:1] == b"{" and b'"tool_calls"' not in data \
-                    and b'"error"' not in data:
-                out.append(encode_data(data))
-                continue
-            self.decode = True
-            out.extend(self._through_stages(data))
-            if self.done:
-                break
-        return b"".join(out)
+        return b"".join(self._handle(e) for e in self.decoder.feed(piece) if not self.done)
+
+    def _handle(self, event: SseEvent) -> bytes:
+        if event.is_done:
+            self.done = True
+            return b""
+        data = event.data
+        if b'"finish_reason":"' in data or b'"finish_reason": "' in data:
+            self.saw_finish = True
+        if not self.decode and data[:1] == b"{" and b'"tool_calls"' not in data \
+                and b'"error"' not in data:
+            return encode_data(data)
+        self.decode = True
+        return b"".join(self._through_stages(data))
 
     def _through_stages(self, data: bytes) -> list[bytes]:
         try:
@@ -184,7 +181,7 @@ class _Relay:
         return b"".join(encode_data(orjson.dumps(c)) for c in self.pipeline.flush())
 
     def _end(self) -> bytes:
-        tail = self._flush()
+        tail = b"".join(self._handle(event) for event in self.decoder.flush()) + self._flush()
         if self.done or self.saw_finish:
             return tail + DONE_FRAME
         self.error = "upstream closed the stream before it finished"

@@ -48,6 +48,14 @@ class SseDecoder:
             self._take_line(line, events)
         return events
 
+    def flush(self) -> list[SseEvent]:
+        """End of stream: a held trailing \\r was a line end after all."""
+        events: list[SseEvent] = []
+        if self._tail.endswith(b"\r"):
+            line, self._tail = self._tail[:-1], b""
+            self._take_line(line, events)
+        return events
+
     @property
     def pending(self) -> bool:
         return bool(self._data or self._tail.strip())

@@ -1,0 +1,60 @@
+"""SSE decoding: whole events only, whatever the TCP pieces look like."""
+
+from __future__ import annotations
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from proxy.sse import DONE_FRAME, SseDecoder, SseEvent, encode_data
+
+
+def _decode(pieces: list[bytes]) -> list[SseEvent]:
+    decoder = SseDecoder()
+    return [event for piece in pieces for event in decoder.feed(piece)] + decoder.flush()
+
+
+def test_ollama_stream_decodes_to_events() -> None:
+    body = (b'data: {"a":1}\n\n'
+            b': keep-alive\n\n'
+            b'event: message\ndata: {"b":2}\n\n'
+            b'data: [DONE]\n\n')
+    events = _decode([body])
+    assert [e.data for e in events] == [b'{"a":1}', b'{"b":2}', b"[DONE]"]
+    assert events[1].event == "message"
+    assert events[2].is_done
+
+
+def test_crlf_split_between_pieces() -> None:
+    events = _decode([b"data: x\r", b"\n\r", b"\ndata: y\r\n\r\n"])
+    assert [e.data for e in events] == [b"x", b"y"]
+
+
+def test_multi_line_data_joins_with_newline() -> None:
+    assert _decode([b"data: a\ndata: b\n\n"])[0].data == b"a\nb"
+
+
+def test_unfinished_event_is_pending_not_emitted() -> None:
+    decoder = SseDecoder()
+    assert decoder.feed(b'data: {"cut') == []
+    assert decoder.pending
+
+
+def test_encoding_is_openai_framing() -> None:
+    assert encode_data(b'{"x":1}') == b'data: {"x":1}\n\n'
+    assert DONE_FRAME == b"data: [DONE]\n\n"
+
+
+_payloads = st.lists(
+    st.dictionaries(st.text(max_size=5), st.one_of(st.text(max_size=20), st.integers(-2**53, 2**53)),
+                    max_size=3).map(orjson.dumps), min_size=1, max_size=8)
+
+
+@given(payloads=_payloads, cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=20),
+       newline=st.sampled_from([b"\n", b"\r\n", b"\r"]))
+def test_any_split_yields_the_same_events(payloads: list[bytes], cuts: list[int],
+                                          newline: bytes) -> None:
+    body = b"".join(b"data: " + p + newline + newline for p in payloads)
+    points = sorted({c % (len(body) + 1) for c in cuts})
+    pieces = [body[a:b] for a, b in zip([0, *points], [*points, len(body)])]
+    assert [e.data for e in _decode(pieces)] == payloads
