@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sample_corpus import (
+    SCHEMAS, assert_round_trip, assert_tools_listed, cases, check_case, simple_calls,
+)
+
+from proxy.formats.base import ParsedCall
+from proxy.formats.functionary import FORMAT
+
+_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=10)
+
+
+def _parse(text: str, tools: dict[str, Any] = SCHEMAS) -> tuple[tuple[ParsedCall, ...], str | None]:
+    result = FORMAT.parse(text, tools)
+    return result.calls, result.text
+
+
+@pytest.mark.parametrize("case", cases("functionary"), ids=lambda c: c["id"])
+def test_sample(case: dict[str, Any]) -> None:
+    check_case(FORMAT, case)
+
+
+def test_v31_both_spellings_missing_close_and_prose() -> None:
+    text = (
+        'Reading both.\n<function=read_file>{"path": "a"}</function>'
+        '<function name="read_file">{"path": "b"}'
+    )
+    calls, rest = _parse(text)
+    assert [c.arguments["path"] for c in calls] == ["a", "b"]
+    assert rest == "Reading both.\n"
+
+
+def test_v32_reply_starting_with_name_and_more_items() -> None:
+    text = 'read_file\n{"path": "a"}>>>all\nDone soon.>>>bash\n{"command": "ls"}'
+    calls, rest = _parse(text)
+    assert calls == (ParsedCall("read_file", {"path": "a"}), ParsedCall("bash", {"command": "ls"}))
+    assert rest == "Done soon."
+
+
+def test_python_tag_code_only_for_offered_python() -> None:
+    text = "<|python_tag|>print(1 + 1)<|eom_id|>"
+    assert _parse(text) == ((), text)
+    assert _parse(text, {"python": {"type": "object"}}) == ((ParsedCall("python", {"code": "print(1 + 1)"}),), None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<function=book_flight>{"to": "JFK"}</function>',
+        '<function=read_file>{"path": "a',
+        "<function=read_file>\n<parameter=path>\na\n</parameter>\n</function>",
+        "Hello\nworld, how are you?",
+        ">>>book_flight\n{}",
+    ],
+)
+def test_unknown_truncated_other_formats_and_prose_stay_text(text: str) -> None:
+    assert _parse(text) == ((), text)
+
+
+@settings(max_examples=60, deadline=None)
+@given(simple_calls(_ANY_TEXT))
+def test_round_trip(calls: list[ParsedCall]) -> None:
+    assert_round_trip(FORMAT, calls)
+
+
+def test_render_tools_lists_every_tool() -> None:
+    assert_tools_listed(FORMAT)
