@@ -134,7 +134,9 @@ class CallAssembly:
         out: list[Chunk] = []
         for raw in tool_deltas if isinstance(tool_deltas, list) else []:
             delta = _parse_delta(raw)
-            if delta is None:
+            if delta is None or not (delta.name or delta.id or delta.arguments):
+                # Empty diffs (llama.cpp) carry nothing and must not open a
+                # nameless call after a whole call was already emitted.
                 continue
             current = self._current(delta.index)
             if current is None or (delta.name and current.name):

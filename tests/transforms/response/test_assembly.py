@@ -509,3 +509,36 @@ def test_inputs_are_not_mutated() -> None:
     before = orjson.dumps(chunks)
     run(assembly("repair"), chunks)
     assert orjson.dumps(chunks) == before
+
+
+def test_empty_fragment_after_a_whole_call_is_ignored() -> None:
+    stage = assembly()
+    out = run(
+        stage,
+        [
+            vllm({"tool_calls": [ollama_call("get_time", "{}", "c1")]}),
+            vllm({"tool_calls": [{"index": 0, "function": {"arguments": ""}}]}),
+            vllm({}, "tool_calls"),
+        ],
+    )
+    assert calls_of(out) == [{"id": "c1", "name": "get_time", "arguments": "{}"}]
+    assert stage.summary()["dropped"] == 0
+
+
+def test_a_new_id_without_a_name_does_not_split_a_call() -> None:
+    out = run(
+        assembly(),
+        [
+            vllm({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "get_weather"}}]}),
+            vllm({"tool_calls": [{"index": 0, "id": "c2", "function": {"arguments": '{"city":'}}]}),
+            vllm({"tool_calls": [{"index": 0, "id": "c3", "function": {"arguments": '"A"}'}}]}),
+            vllm({}, "tool_calls"),
+        ],
+    )
+    assert calls_of(out) == [{"id": "c1", "name": "get_weather", "arguments": '{"city":"A"}'}]
+
+
+def test_native_object_arguments_become_text() -> None:
+    call = {"id": "c1", "index": 0, "function": {"name": "get_weather", "arguments": {"city": "A"}}}
+    out = run(assembly(), [ollama({"tool_calls": [call]}), ollama({}, "stop")])
+    assert calls_of(out) == [{"id": "c1", "name": "get_weather", "arguments": '{"city":"A"}'}]
