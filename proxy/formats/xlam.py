@@ -1,0 +1,98 @@
+"""xLAM tool calls: the reply is a JSON array of `{name, arguments}`, formats.md §3.11.
+
+Owns: finding that array (or a single call object) where vLLM's xlam parser
+looks: on its own line (the whole reply, or a line after prose), after
+`</think>`, inside a ```json or bare fence, after `[TOOL_CALLS]`, inside
+`<tool_call>` tags. Must not: take JSON in the middle of a sentence, JSON data
+that is not a call to an offered tool, or a cut-off array for a call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.blocks import (
+    Block, calls_from_array, dumps, find_blocks, json_at, section_block, skip_space, splice,
+    tool_list, wrapped_json_block,
+)
+from proxy.types import JSON, ToolDef
+
+_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*(?:json)?[ \t]*\n", re.IGNORECASE)
+_STARTS = re.compile(
+    r"(?m)^[ \t]*(?:`{3,}|~{3,})|^[ \t]*[\[{]|\[TOOL_CALLS\]|<tool_call>|(?<=</think>)\s*[\[{]"
+)
+_LINE_REST = re.compile(r"[ \t]*(?:\n|\Z)")
+_WRAPPERS = (("[TOOL_CALLS]", ""), ("<tool_call>", "</tool_call>"))
+
+_INSTRUCTIONS = """\
+You have access to the following tools:
+{tools}
+
+When you call tools, reply with only a JSON array of calls, each an object with "name" and \
+"arguments", for example: [{{"name": "FUNCTION_NAME", "arguments": {{"argument": "value"}}}}]"""
+
+
+def _fenced(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
+    fence = _FENCE.match(text, at)
+    found = json_at(text, fence.end()) if fence else None
+    parts = calls_from_array(found[0]) if found else None
+    if fence is None or found is None or parts is None:
+        return None
+    end = skip_space(text, found[1])
+    if text.startswith(fence.group(1), end):
+        end += len(fence.group(1))
+    elif end < len(text):
+        return None  # more than the call inside the fence: an example, not a call
+    return section_block(text, at, end, parts, tools)
+
+
+def _whole_fence(text: str, at: int) -> Block | None:
+    """A fence that is not a call: kept whole, so lines inside are not tried."""
+    fence = _FENCE.match(text, at)
+    close = text.find("\n" + fence.group(1), fence.end() - 1) if fence else -1
+    if fence is None or close < 0:
+        return None
+    end = close + 1 + len(fence.group(1))
+    return Block(at, end, (), text[at:end])
+
+
+def _bare(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
+    found = json_at(text, at)
+    parts = calls_from_array(found[0]) if found else None
+    rest = _LINE_REST.match(text, found[1]) if found else None
+    if found is None or parts is None or rest is None:
+        return None  # JSON inside a line of prose is never a call
+    return section_block(text, at, found[1], parts, tools)
+
+
+def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
+    pos = skip_space(text, at)
+    for wrapper in _WRAPPERS:
+        if text.startswith(wrapper[0], pos):
+            return wrapped_json_block(text, pos, wrapper, tools)
+    if text.startswith(("```", "~~~"), pos):
+        return _fenced(text, pos, tools) or _whole_fence(text, pos)
+    return _bare(text, pos, tools)
+
+
+class Xlam:
+    name = "xlam"
+    markers: tuple[str, ...] = ("[", "{", "```", "~~~", "[TOOL_CALLS]", "<tool_call>")
+
+    def render_tools(self, tools: Sequence[ToolDef]) -> str:
+        return _INSTRUCTIONS.format(tools=tool_list(tools))
+
+    def render_calls(self, calls: Sequence[ParsedCall]) -> str:
+        return dumps([{"name": c.name, "arguments": c.arguments} for c in calls])
+
+    def render_result(self, name: str, content: str) -> str:
+        return content
+
+    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
+        blocks = find_blocks(text, _STARTS, lambda t, at: _parse_at(t, at, tools))
+        return splice(text, blocks)
+
+
+FORMAT = Xlam()
