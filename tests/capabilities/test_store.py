@@ -6,6 +6,7 @@ import logging
 import multiprocessing
 import os
 import random
+import re
 import signal
 import stat
 import time
@@ -87,8 +88,9 @@ def _models(draw: st.DrawFn) -> str:
 def _learned(draw: st.DrawFn) -> str:
     keys = draw(st.lists(st.sampled_from(["custom:latest", "other:7b", "x:latest"]),
                          unique=True, max_size=2))
-    head = "learned:" + draw(st.sampled_from(["", "  # the proxy's", " {}"])) + "\n"
-    if head.startswith("learned: {}"):
+    key = draw(st.sampled_from(["learned", '"learned"', "'learned'"]))
+    head = key + ":" + draw(st.sampled_from(["", "  # the proxy's", " {}"])) + "\n"
+    if head.endswith(": {}\n"):
         return head
     return head + "".join(
         f"  {draw(_QUOTED).format(k)}:\n    tools: off\n    source: probe\n    at: \"{AT}\"\n"
@@ -130,7 +132,7 @@ def test_splice_keeps_every_byte_outside_learned(
         assert new.startswith(text)
     else:
         learned = sections[where]
-        key_at = learned.index("learned:")
+        key_at = re.search(r"^[\"']?learned", learned, re.MULTILINE).start()  # type: ignore[union-attr]
         assert new.startswith("".join(sections[:where]) + learned[:key_at])
         assert new.endswith("".join(sections[where + 1:]))
     after, problems = parse_capabilities(new, "c.yaml")
@@ -144,15 +146,38 @@ def test_splice_keeps_every_byte_outside_learned(
         assert other in after.learned
 
 
-def test_learned_entry_shape(cap_file: Path) -> None:
-    CapabilityStore(cap_file).record([fact("custom-model", tools="off")])
-    assert cap_file.read_text() == BASE + (
+def test_splice_into_the_shipped_file() -> None:
+    shipped = Path(__file__).parents[2] / "capabilities.yaml"
+    text = shipped.read_text()
+    before = parse_capabilities(text, str(shipped))[0]
+    new = splice_learned(text, [fact("custom")])
+    after = parse_capabilities(new, str(shipped))[0]
+    assert before is not None and after is not None
+    assert after.model_copy(update={"learned": {}}) == before.model_copy(update={"learned": {}})
+    assert after.learned["custom:latest"].tools == "off"
+    start = re.search(r"^learned:", text, re.MULTILINE)
+    assert start is not None and new.startswith(text[: start.start()])
+
+
+def test_learned_entry_shape_survives_later_writes(cap_file: Path) -> None:
+    store = CapabilityStore(cap_file)
+    store.record([fact("custom-model", tools="off")])
+    first = (
         "learned:\n"
         '  "custom-model:latest":\n'
         "    tools: off\n"
         "    source: runtime_error\n"
         f'    at: "{AT}"\n'
         "    evidence: custom-model does not support tools\n"
+    )
+    assert cap_file.read_text() == BASE + first
+    store.record([fact("b:7b", drop_tool_choice=["required"])])
+    assert cap_file.read_text() == BASE + first + (
+        '  "b:7b":\n'
+        "    drop_tool_choice: [required]\n"
+        "    source: runtime_error\n"
+        f'    at: "{AT}"\n'
+        "    evidence: b:7b does not support tools\n"
     )
 
 
