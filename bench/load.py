@@ -97,13 +97,16 @@ class LoadResult:
     def rate(self) -> float:
         return self.completed / self.seconds if self.seconds > 0 else math.nan
 
+    def latency_ms(self, q: float) -> float:
+        return percentile(self.latencies, q) * 1000
+
+    def ttfb_ms(self, q: float) -> float:
+        return percentile(self.ttfbs, q) * 1000
+
     def summary(self) -> dict[str, float | int | str]:
-        ms = 1000.0
         return {"completed": self.completed, "errors": self.errors, "rate": self.rate,
-                "p50_ms": percentile(self.latencies, 50) * ms,
-                "p99_ms": percentile(self.latencies, 99) * ms,
-                "ttfb_p50_ms": percentile(self.ttfbs, 50) * ms,
-                "ttfb_p99_ms": percentile(self.ttfbs, 99) * ms,
+                "p50_ms": self.latency_ms(50), "p99_ms": self.latency_ms(99),
+                "ttfb_p50_ms": self.ttfb_ms(50), "ttfb_p99_ms": self.ttfb_ms(99),
                 "first_error": self.first_error}
 
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from load import LoadResult, percentile
+from load import LoadResult
 from procs import ServerProbe
+from wrk import WrkResult
 
 
 # Workload names the target checks look up (run.py's WORKLOADS uses them).
@@ -36,7 +37,7 @@ class Sample:
     workload: str
     target: str
     round: int
-    result: LoadResult
+    result: LoadResult | WrkResult
     probe: ServerProbe
 
 
@@ -74,12 +75,12 @@ def aggregate(samples: list[Sample]) -> list[Row]:
         groups.setdefault((s.workload, s.target), []).append(s)
     rows = []
     for (workload, target), group in groups.items():
-        def pct(values: Callable[[LoadResult], list[float]], q: float) -> float:
-            return _median(group, lambda s: percentile(values(s.result), q) * 1000)
         rows.append(Row(
             workload, target, _median(group, lambda s: s.result.rate),
-            pct(lambda r: r.latencies, 50), pct(lambda r: r.latencies, 99),
-            pct(lambda r: r.ttfbs, 50), pct(lambda r: r.ttfbs, 99),
+            _median(group, lambda s: s.result.latency_ms(50)),
+            _median(group, lambda s: s.result.latency_ms(99)),
+            _median(group, lambda s: s.result.ttfb_ms(50)),
+            _median(group, lambda s: s.result.ttfb_ms(99)),
             _median(group, _cpu_per_request),
             _median(group, lambda s: s.probe.rss if s.probe.pid else math.nan),
             max((s.probe.hwm for s in group), default=0.0) if group[0].probe.pid else math.nan,
@@ -139,16 +140,13 @@ def _git(root: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def render(samples: list[Sample], targets: list[Target], rounds: int, duration: float,
-           pinned: bool, root: Path) -> str:
+def render(samples: list[Sample], targets: list[Target], notes: list[str], root: Path) -> str:
+    """The whole report: header (commit, date, `notes`), table, target checks, errors."""
     rows = aggregate(samples)
     dirty = " (+ uncommitted changes)" if _git(root, "status", "--porcelain", "proxy") else ""
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"toolshim bench  commit {_git(root, 'rev-parse', '--short', 'HEAD')}{dirty}"
-             f"  {now}  python {platform.python_version()}",
-             f"{rounds} rounds x {duration:g} s per run (W3 x2), medians;"
-             f" proxy on core 0, load + fake upstream on core 1"
-             + ("" if pinned else "  [NOT PINNED: fewer than 2 cores]"),
+             f"  {now}  python {platform.python_version()}", *notes,
              "per s = req/s (W1) or streams/s; ratio = per s / direct; +p50/+p99 = added"
              " latency ms; cpu = proxy CPU ms per request or stream",
              "targets: " + ", ".join(f"{t.name}={t.url}" for t in targets), ""]

@@ -12,14 +12,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import os
 import signal
 import sys
-import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from load import LoadSpec, loop_factory, run_load
+import wrk
+from load import LoadResult, LoadSpec, loop_factory, run_load
 from procs import Child, ServerProbe, free_port, pin_self
 from report import W1_C1, W1_C32, W3, Sample, Target, render
 
@@ -47,6 +49,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--naive", action=argparse.BooleanOptionalAction, default=None,
                         help="also run the naive httpx forwarder (default: on unless --quick)")
     parser.add_argument("--no-proxy", action="store_true", help="skip toolshim itself")
+    parser.add_argument("--wrk", action="store_true",
+                        help="add W1 rows measured with wrk (if installed)")
     parser.add_argument("--only", help="run only workloads whose name contains this")
     parser.add_argument("--proxy-cmd", default=PROXY_CMD,
                         help="command template; fields {python} {port} {upstream} {caps}")
@@ -91,15 +95,29 @@ def _spec_for(spec: LoadSpec, args: argparse.Namespace) -> LoadSpec:
     return dataclasses.replace(spec, warmup=warmup, duration=duration)
 
 
-async def _run_all(targets: list[Target], args: argparse.Namespace) -> list[Sample]:
+def _workloads(args: argparse.Namespace) -> list[tuple[str, LoadSpec, bool]]:
+    """(name, spec, use wrk) in run order; wrk rows follow the aiohttp ones."""
+    chosen = [(n, _spec_for(s, args), False) for n, s in WORKLOADS]
+    if args.wrk:
+        if wrk.available():
+            chosen += [(f"{n} wrk", s, True) for n, s, _ in chosen[:2]]
+        else:
+            print("wrk not installed: no wrk rows", file=sys.stderr)
+    return [w for w in chosen if not args.only or args.only in w[0]]
+
+
+async def _run_all(targets: list[Target], args: argparse.Namespace,
+                   tmp: Path) -> list[Sample]:
     samples: list[Sample] = []
-    workloads = [(n, s) for n, s in WORKLOADS if not args.only or args.only in n]
-    for name, spec in workloads:
-        spec = _spec_for(spec, args)
+    for name, spec, use_wrk in _workloads(args):
         for rnd in range(args.rounds):
             for target in targets:
                 probe = ServerProbe(target.pid)
-                result = await run_load(target.url, spec, probe)
+                result: LoadResult | wrk.WrkResult
+                if use_wrk:
+                    result = await wrk.run_wrk(target.url, spec, tmp, probe)
+                else:
+                    result = await run_load(target.url, spec, probe)
                 samples.append(Sample(name, target.name, rnd, result, probe))
                 await asyncio.sleep(0.1)  # let closed connections settle between runs
             print(f"  {name}: round {rnd + 1}/{args.rounds} done", file=sys.stderr)
@@ -110,27 +128,41 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # same cleanup path as Ctrl-C
 
 
+def _notes(args: argparse.Namespace, pinned: bool, load_before: str) -> list[str]:
+    pin = "proxy on core 0, load + fake upstream on core 1" if pinned else (
+        "NOT PINNED (fewer than 2 cores): numbers are not comparable")
+    load_after = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    return [f"{args.rounds} rounds x {args.duration:g} s per run (W3 x2), medians; {pin}",
+            f"load average before {load_before}, after {load_after}"
+            " (other work on this machine skews every number)"]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
     signal.signal(signal.SIGTERM, _on_sigterm)
     pinned = pin_self(LOAD_CORE)
+    load_before = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    # Logs, the capabilities file and the table stay here for a look after the run.
+    out = ROOT / "bench" / "results" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out.mkdir(parents=True, exist_ok=True)
     children: list[Child] = []
-    with tempfile.TemporaryDirectory(prefix="toolshim-bench-") as tmp:
-        try:
-            targets = _start_servers(args, Path(tmp), children)
-            with asyncio.Runner(loop_factory=loop_factory()) as runner:
-                samples = runner.run(_run_all(targets, args))
-            print(render(samples, targets, args.rounds, args.duration, pinned, ROOT))
-            return 0
-        except RuntimeError as exc:
-            print(f"bench failed: {exc}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            print("bench interrupted", file=sys.stderr)
-            return 130
-        finally:
-            for child in reversed(children):
-                child.stop()
+    try:
+        targets = _start_servers(args, out, children)
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            samples = runner.run(_run_all(targets, args, out))
+        table = render(samples, targets, _notes(args, pinned, load_before), ROOT)
+        (out / "table.txt").write_text(table + "\n")
+        print(table + f"\nlogs: {out.relative_to(ROOT)}/")
+        return 0
+    except RuntimeError as exc:
+        print(f"bench failed: {exc}\nlogs: {out}/", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench interrupted", file=sys.stderr)
+        return 130
+    finally:
+        for child in reversed(children):
+            child.stop()
 
 
 if __name__ == "__main__":
