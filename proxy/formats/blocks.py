@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from proxy.formats.base import ParseResult, ParsedCall, remaining_text
+from proxy.formats.base import ParsedCall, ParseResult, remaining_text
 from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.types import JSON, ToolDef
 
@@ -121,7 +121,7 @@ def splice(text: str, blocks: Sequence[Block], drop: Sequence[str] = ()) -> Pars
     calls: list[ParsedCall] = []
     pos = 0
     for block in blocks:
-        pieces.append(_drop_tokens(text[pos:block.start], drop))
+        pieces.append(_drop_tokens(text[pos : block.start], drop))
         pieces.append(block.keep)
         calls.extend(block.calls)
         pos = block.end
@@ -228,7 +228,7 @@ def json_at(text: str, pos: int) -> tuple[Any, int] | None:
     None when there is none, it is cut off, or it cannot be repaired safely.
     """
     start = skip_space(text, pos)
-    end = scan_json_value(text, start) if text[start:start + 1] in ("{", "[") else None
+    end = scan_json_value(text, start) if text[start : start + 1] in ("{", "[") else None
     decoded = loads_lenient(text[start:end]) if end is not None else None
     if end is None or decoded is None:
         return None

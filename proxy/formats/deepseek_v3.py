@@ -12,9 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import (
-    Block, decode_arguments, dumps, find_blocks, section_block, splice, tool_list, valid_name,
+    Block,
+    decode_arguments,
+    dumps,
+    find_blocks,
+    section_block,
+    splice,
+    tool_list,
+    valid_name,
 )
 from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.types import JSON, ToolDef
@@ -34,8 +41,12 @@ _EOS = re.compile(_token("end", "of", "sentence"))
 _STARTS = re.compile(CALLS_BEGIN.pattern + "|" + CALL_BEGIN.pattern)
 _NAME_LINE = re.compile(r"[ \t]*([^\s<`{]+)")
 MARKERS = (
-    "<｜tool▁calls▁begin｜>", "<｜tool_calls_begin｜>", "<｜tool calls begin｜>",
-    "<｜tool\\_calls\\_begin｜>", "<｜tool▁calls｜>", "<｜tool▁call▁begin｜>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool_calls_begin｜>",
+    "<｜tool calls begin｜>",
+    "<｜tool\\_calls\\_begin｜>",
+    "<｜tool▁calls｜>",
+    "<｜tool▁call▁begin｜>",
 )
 
 _INSTRUCTIONS = """\
@@ -61,7 +72,7 @@ def _name_and_args_start(text: str, after_begin: int) -> tuple[str, int] | None:
     sep = _SEP.search(text, after_begin)
     if sep is None:
         return None
-    head = text[after_begin:sep.start()].strip()
+    head = text[after_begin : sep.start()].strip()
     pos = _ws(text, sep.end())
     if head and head != "function":
         return head, pos  # V3.1: NAME<｜tool▁sep｜>ARGS
@@ -96,7 +107,7 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     pos = opener.end() if opener else at
     parts: list[tuple[ParsedCall, str]] = []
     while (found := _call(text, _ws(text, pos))) is not None:
-        parts.append((found[0], text[_ws(text, pos):found[1]].strip()))
+        parts.append((found[0], text[_ws(text, pos) : found[1]].strip()))
         pos = found[1]
     if not parts or CALL_BEGIN.match(text, _ws(text, pos)):
         return None  # nothing, or a further call that is cut off

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import dumps, tool_list
 from proxy.formats.deepseek_v3 import MARKERS, parse_deepseek, render_result
 from proxy.types import JSON, ToolDef

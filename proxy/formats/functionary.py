@@ -13,10 +13,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import (
-    Block, decode_arguments, dumps, find_blocks, json_at, section_block, skip_space, splice,
-    tool_list, valid_name,
+    Block,
+    decode_arguments,
+    dumps,
+    find_blocks,
+    json_at,
+    section_block,
+    skip_space,
+    splice,
+    tool_list,
+    valid_name,
 )
 from proxy.types import JSON, ToolDef
 
@@ -34,7 +42,9 @@ To call a function, write <function=FUNCTION_NAME>{{"argument": "value"}}</funct
 one per call."""
 
 
-def _call_block(text: str, at: int, head_end: int, name: str, tools: Mapping[str, JSON]) -> Block | None:
+def _call_block(
+    text: str, at: int, head_end: int, name: str, tools: Mapping[str, JSON]
+) -> Block | None:
     found = json_at(text, head_end)
     arguments = decode_arguments(found[0]) if found is not None else None
     if found is None or arguments is None or not valid_name(name):
@@ -51,7 +61,7 @@ def _python_block(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None
     start = at + len(_TAG)
     end = _CODE_END.search(text, start)
     stop = end.end() if end is not None else len(text)
-    code = text[start:end.start() if end is not None else len(text)].strip()
+    code = text[start : end.start() if end is not None else len(text)].strip()
     return Block(at, stop, (ParsedCall("python", {"code": code}),)) if code else None
 
 

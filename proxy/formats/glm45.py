@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import Block, find_blocks, marker_pattern, splice, tool_list, valid_name
 from proxy.formats.qwen3_coder_xml import strip_newlines
 from proxy.formats.xml_values import convert, property_schema, render_value
@@ -69,7 +69,7 @@ def _pairs(text: str, pos: int, schema: JSON) -> tuple[dict[str, Any], int]:
         if close is None:
             break
         name = key.group(1).strip()
-        raw = strip_newlines(text[key.end():close])
+        raw = strip_newlines(text[key.end() : close])
         arguments[name] = convert(raw, property_schema(schema, name))
         pos = close + len(_VALUE_CLOSE)
     return arguments, pos
@@ -85,7 +85,9 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     end = len(text) - len(rest)
     if rest.startswith(_CLOSE):
         end += len(_CLOSE)
-    elif not (rest.startswith(_OPEN) or (not rest and required_present(tools.get(name, {}), arguments))):
+    elif not (
+        rest.startswith(_OPEN) or (not rest and required_present(tools.get(name, {}), arguments))
+    ):
         return None
     if name not in tools:
         return Block(at, end, (), text[at:end])
@@ -106,7 +108,9 @@ class Glm45:
         return f"<tool_response>\n{content}\n</tool_response>"
 
     def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools))
+        blocks = find_blocks(
+            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
+        )
         return splice(text, blocks)
 
 

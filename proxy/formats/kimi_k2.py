@@ -14,17 +14,28 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import (
-    Block, decode_arguments, dumps, find_blocks, marker_pattern, section_block, splice,
-    tool_list, valid_name,
+    Block,
+    decode_arguments,
+    dumps,
+    find_blocks,
+    marker_pattern,
+    section_block,
+    splice,
+    tool_list,
+    valid_name,
 )
 from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.types import JSON, ToolDef
 
 _SECTION = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
 _SECTION_END = re.compile(r"\s*<\|tool_calls?_section_end\|>")
-_CALL_BEGIN, _ARGS, _CALL_END = "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"
+_CALL_BEGIN, _ARGS, _CALL_END = (
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+)
 _ID = re.compile(r"\s*(?:functions\.)?([^\s:<>]+?)(?::\d+)?\s*$")
 
 _INSTRUCTIONS = """\
@@ -72,7 +83,7 @@ def _call(text: str, pos: int, tools: Mapping[str, JSON]) -> tuple[ParsedCall, i
     arguments = decode_arguments(decoded[0]) if decoded is not None else None
     if end is None or arguments is None:
         return None
-    name = _name(text[pos + len(_CALL_BEGIN):args_at], arguments, tools)
+    name = _name(text[pos + len(_CALL_BEGIN) : args_at], arguments, tools)
     if name is None:
         return None
     end = _ws(text, end)
@@ -86,7 +97,7 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     pos = at + len(opener)
     parts: list[tuple[ParsedCall, str]] = []
     while (found := _call(text, _ws(text, pos), tools)) is not None:
-        parts.append((found[0], text[_ws(text, pos):found[1]]))
+        parts.append((found[0], text[_ws(text, pos) : found[1]]))
         pos = found[1]
     if not parts or text.startswith(_CALL_BEGIN, _ws(text, pos)):
         return None  # nothing, or a further call that is cut off
@@ -98,7 +109,7 @@ def _unclosed_think(text: str, blocks: list[Block]) -> list[Block]:
     """K2 Thinking may go from `<think>` straight to the tool section (vLLM PR #32216)."""
     if not blocks or not blocks[0].calls:
         return blocks
-    before = text[:blocks[0].start]
+    before = text[: blocks[0].start]
     think = before.rfind("<think>")
     if think < 0 or "</think>" in before[think:]:
         return blocks
@@ -123,7 +134,9 @@ class KimiK2:
         return f"## Return of functions.{name}\n{content}"
 
     def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools))
+        blocks = find_blocks(
+            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
+        )
         return splice(text, _unclosed_think(text, blocks))
 
 

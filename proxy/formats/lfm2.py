@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import (
-    Block, calls_from_array, find_blocks, marker_pattern, section_block, splice, tool_list,
+    Block,
+    calls_from_array,
+    find_blocks,
+    marker_pattern,
+    section_block,
+    splice,
+    tool_list,
 )
 from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.formats.pythonic import call_list, render_call
@@ -59,7 +65,9 @@ class Lfm2:
         return content
 
     def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools))
+        blocks = find_blocks(
+            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
+        )
         return splice(text, blocks)
 
 

@@ -11,9 +11,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import (
-    Block, find_blocks, marker_pattern, section_block, splice, tool_list, valid_name,
+    Block,
+    find_blocks,
+    marker_pattern,
+    section_block,
+    splice,
+    tool_list,
+    valid_name,
 )
 from proxy.formats.glm45 import required_present
 from proxy.formats.qwen3_coder_xml import strip_newlines
@@ -48,7 +54,7 @@ When making tool calls, use XML format to invoke tools and pass parameters:
 def _value_close(text: str, start: int) -> int | None:
     pos = start
     while (at := text.find(_PARAM_CLOSE, pos)) >= 0:
-        rest = text[at + len(_PARAM_CLOSE):].lstrip()
+        rest = text[at + len(_PARAM_CLOSE) :].lstrip()
         if not rest or rest.startswith((_INVOKE_CLOSE, _CLOSE)) or _PARAMETER.match(rest):
             return at
         pos = at + 1
@@ -68,14 +74,18 @@ def _invoke(text: str, pos: int, tools: Mapping[str, JSON]) -> tuple[ParsedCall,
         if close is None:
             return None
         key = param.group(1)
-        raw = strip_newlines(text[param.end():close])
+        raw = strip_newlines(text[param.end() : close])
         arguments[key] = convert(raw, property_schema(schema, key))
         pos = close + len(_PARAM_CLOSE)
     rest = text[pos:].lstrip()
     end = len(text) - len(rest)
     if rest.startswith(_INVOKE_CLOSE):
         return ParsedCall(name, arguments), end + len(_INVOKE_CLOSE)
-    if rest.startswith(_CLOSE) or _INVOKE.match(rest) or (not rest and required_present(schema, arguments)):
+    if (
+        rest.startswith(_CLOSE)
+        or _INVOKE.match(rest)
+        or (not rest and required_present(schema, arguments))
+    ):
         return ParsedCall(name, arguments), end
     return None
 
@@ -84,7 +94,7 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     pos = at + len(_OPEN)
     parts: list[tuple[ParsedCall, str]] = []
     while (found := _invoke(text, pos, tools)) is not None:
-        parts.append((found[0], text[pos:found[1]].strip()))
+        parts.append((found[0], text[pos : found[1]].strip()))
         pos = found[1]
     if not parts or _INVOKE.match(text, pos):
         # No invoke, or one that is cut off: the section stays text.
@@ -109,7 +119,9 @@ class MinimaxM2:
         return f"<response>{content}</response>"
 
     def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools))
+        blocks = find_blocks(
+            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
+        )
         return splice(text, blocks)
 
 

@@ -11,9 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import (
-    Block, calls_from_array, dumps, find_blocks, marker_pattern, splice, tool_list,
+    Block,
+    calls_from_array,
+    dumps,
+    find_blocks,
+    marker_pattern,
+    splice,
+    tool_list,
     wrapped_json_block,
 )
 from proxy.types import JSON, ToolDef
@@ -51,7 +57,9 @@ class Phi4Mini:
         return content
 
     def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools))
+        blocks = find_blocks(
+            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
+        )
         return splice(text, blocks)
 
 

@@ -16,14 +16,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import Block, find_blocks, section_block, splice, tool_list, valid_name
 from proxy.formats.jsonish import scan_json_value
 from proxy.types import JSON, ToolDef
 
 _START, _END, _TAG = "<|python_start|>", "<|python_end|>", "<|python_tag|>"
 _STARTS = re.compile(r"(?m)^[ \t]*\[|<\|python_start\|>|<\|python_tag\|>")
-_LINE_END = re.compile(r"[ \t]*(?:<\|python_end\|>)?[ \t]*(?:<\|eom_id\|>|<\|eot_id\|>)?[ \t]*(?:\n|$)")
+_LINE_END = re.compile(
+    r"[ \t]*(?:<\|python_end\|>)?[ \t]*(?:<\|eom_id\|>|<\|eot_id\|>)?[ \t]*(?:\n|$)"
+)
 _CONTROL = (_START, _END, _TAG, "<|eom_id|>", "<|eot_id|>")
 _WORDS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 
@@ -133,7 +135,9 @@ def render_value(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{render_value(k)}: {render_value(v)}" for k, v in value.items()) + "}"
+        return (
+            "{" + ", ".join(f"{render_value(k)}: {render_value(v)}" for k, v in value.items()) + "}"
+        )
     if isinstance(value, list):
         return "[" + ", ".join(render_value(item) for item in value) + "]"
     return repr(value)

@@ -12,9 +12,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import (
-    Block, find_blocks, marker_pattern, section_block, splice, tool_list, valid_name,
+    Block,
+    find_blocks,
+    marker_pattern,
+    section_block,
+    splice,
+    tool_list,
+    valid_name,
 )
 from proxy.formats.xml_values import convert, known_key, property_schema, render_value
 from proxy.types import JSON, ToolDef
@@ -58,10 +64,8 @@ Reminder:
 
 def strip_newlines(raw: str) -> str:
     """Exactly one leading and one trailing newline belong to the markup."""
-    if raw.startswith("\n"):
-        raw = raw[1:]
-    if raw.endswith("\n"):
-        raw = raw[:-1]
+    raw = raw.removeprefix("\n")
+    raw = raw.removesuffix("\n")
     return raw
 
 
@@ -77,8 +81,10 @@ def _structural_close(text: str, start: int, schema: JSON) -> int | None:
     while (at := text.find(_PARAM_CLOSE, pos)) >= 0:
         after = _skip_ws(text, at + len(_PARAM_CLOSE))
         nxt = _PARAMETER.match(text, after)
-        if after == len(text) or text.startswith(("</function>", "</tool_call>"), after) or (
-            nxt is not None and known_key(schema, nxt.group(1).strip())
+        if (
+            after == len(text)
+            or text.startswith(("</function>", "</tool_call>"), after)
+            or (nxt is not None and known_key(schema, nxt.group(1).strip()))
         ):
             return at
         pos = at + 1
@@ -116,7 +122,7 @@ def _function(text: str, pos: int, tools: Mapping[str, JSON]) -> tuple[ParsedCal
             if ends is None:
                 return None
             key = param.group(1).strip()
-            raw = strip_newlines(text[param.end():ends[0]])
+            raw = strip_newlines(text[param.end() : ends[0]])
             arguments[key] = convert(raw, property_schema(schema, key))
             pos = ends[1]
         elif text.startswith("</function>", pos):
@@ -136,7 +142,7 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
         found = _function(text, start, tools) if text.startswith("<function=", start) else None
         if found is None:
             break
-        parts.append((found[0], text[start:found[1]]))
+        parts.append((found[0], text[start : found[1]]))
         pos = found[1]
         if opener is None:
             break

@@ -12,10 +12,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import (
-    Block, calls_from_array, dumps, find_blocks, json_at, section_block, skip_space, splice,
-    tool_list, wrapped_json_block,
+    Block,
+    calls_from_array,
+    dumps,
+    find_blocks,
+    json_at,
+    section_block,
+    skip_space,
+    splice,
+    tool_list,
+    wrapped_json_block,
 )
 from proxy.types import JSON, ToolDef
 

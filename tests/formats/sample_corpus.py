@@ -42,8 +42,10 @@ def check_case(fmt: TextFormat, case: dict[str, Any]) -> None:
 
 def simple_calls(text: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[list[ParsedCall]]:
     """Calls to the sample tools with arguments that fit their schemas."""
-    words = text if text is not None else st.text(
-        alphabet="abcxyz XYZ019.,:;-_/()'\"", min_size=0, max_size=12
+    words = (
+        text
+        if text is not None
+        else st.text(alphabet="abcxyz XYZ019.,:;-_/()'\"", min_size=0, max_size=12)
     )
 
     def value(schema: dict[str, Any]) -> st.SearchStrategy[Any]:

@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sample_corpus import (
-    SCHEMAS, assert_round_trip, assert_tools_listed, cases, check_case, simple_calls,
+    SCHEMAS,
+    assert_round_trip,
+    assert_tools_listed,
+    cases,
+    check_case,
+    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
@@ -36,7 +41,8 @@ _V3 = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{ar
 def test_two_calls_prose_missing_calls_end_and_eos() -> None:
     text = (
         "Let me look.<｜tool▁calls▁begin｜>"
-        + _V3.format(name="read_file", args='{"path": "a"}') + "\n"
+        + _V3.format(name="read_file", args='{"path": "a"}')
+        + "\n"
         + _V3.format(name="bash", args='{\n  "command": "ls",\n  "timeout": 5,\n}')
         + "<｜end▁of▁sentence｜>"
     )
@@ -49,7 +55,13 @@ def test_two_calls_prose_missing_calls_end_and_eos() -> None:
 
 
 @pytest.mark.parametrize(
-    "opener", ["<｜tool_calls_begin｜>", "<｜tool calls begin｜>", "<｜tool\\_calls\\_begin｜>", "<｜tool▁calls｜>"]
+    "opener",
+    [
+        "<｜tool_calls_begin｜>",
+        "<｜tool calls begin｜>",
+        "<｜tool\\_calls\\_begin｜>",
+        "<｜tool▁calls｜>",
+    ],
 )
 def test_misspelled_openers(opener: str) -> None:
     text = opener + _V3.format(name="read_file", args='{"path": "a"}') + "<｜tool▁calls▁end｜>"

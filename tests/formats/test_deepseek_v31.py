@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sample_corpus import (
-    SCHEMAS, assert_round_trip, assert_tools_listed, cases, check_case, simple_calls,
+    SCHEMAS,
+    assert_round_trip,
+    assert_tools_listed,
+    cases,
+    check_case,
+    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
@@ -39,7 +44,9 @@ def test_v31_chain_with_prose_and_unknown_tool() -> None:
     result = FORMAT.parse(text, SCHEMAS)
     assert [c.arguments["city"] for c in result.calls] == ["Oslo", "Bergen"]
     assert result.text == "Two lookups."
-    unknown = '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>book<｜tool▁sep｜>{"a": 1}<｜tool▁call▁end｜>'
+    unknown = (
+        '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>book<｜tool▁sep｜>{"a": 1}<｜tool▁call▁end｜>'
+    )
     assert FORMAT.parse(unknown, SCHEMAS).text == unknown
 
 

@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sample_corpus import (
-    SCHEMAS, assert_round_trip, assert_tools_listed, cases, check_case, simple_calls,
+    SCHEMAS,
+    assert_round_trip,
+    assert_tools_listed,
+    cases,
+    check_case,
+    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
@@ -45,7 +50,10 @@ def test_v32_reply_starting_with_name_and_more_items() -> None:
 def test_python_tag_code_only_for_offered_python() -> None:
     text = "<|python_tag|>print(1 + 1)<|eom_id|>"
     assert _parse(text) == ((), text)
-    assert _parse(text, {"python": {"type": "object"}}) == ((ParsedCall("python", {"code": "print(1 + 1)"}),), None)
+    assert _parse(text, {"python": {"type": "object"}}) == (
+        (ParsedCall("python", {"code": "print(1 + 1)"}),),
+        None,
+    )
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from sample_corpus import (
-    SCHEMAS, assert_round_trip, assert_tools_listed, cases, check_case, simple_calls,
+    SCHEMAS,
+    assert_round_trip,
+    assert_tools_listed,
+    cases,
+    check_case,
+    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
@@ -22,7 +27,7 @@ def test_two_calls_typed_values_and_prose() -> None:
         "Let me check.\n<tool_call>search_docs\n<arg_key>query</arg_key>\n<arg_value>sso</arg_value>\n"
         "<arg_key>max_results</arg_key>\n<arg_value>4</arg_value>\n</tool_call>\n"
         "<tool_call>create_issue<arg_key>title</arg_key><arg_value>7</arg_value>"
-        "<arg_key>labels</arg_key><arg_value>[\"a\"]</arg_value></tool_call>\nThanks."
+        '<arg_key>labels</arg_key><arg_value>["a"]</arg_value></tool_call>\nThanks.'
     )
     result = FORMAT.parse(text, SCHEMAS)
     assert result.calls == (

@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sample_corpus import (
-    SCHEMAS, assert_round_trip, assert_tools_listed, cases, check_case, simple_calls,
+    SCHEMAS,
+    assert_round_trip,
+    assert_tools_listed,
+    cases,
+    check_case,
+    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
@@ -27,7 +32,8 @@ def test_sample(case: dict[str, Any]) -> None:
 def test_variants_prose_and_missing_section_end() -> None:
     text = (
         "Looking.\n<|tool_call_section_begin|> "
-        + _call("read_file:1", '{"path": "a"}') + "\n"
+        + _call("read_file:1", '{"path": "a"}')
+        + "\n"
         + _call(" functions.bash:2 ", "{'command': 'ls', 'timeout': None}")
     )
     result = FORMAT.parse(text, SCHEMAS)
@@ -41,17 +47,25 @@ def test_variants_prose_and_missing_section_end() -> None:
 def test_bare_counter_id_only_when_one_schema_fits() -> None:
     section = "<|tool_calls_section_begin|>{}<|tool_calls_section_end|>"
     fits_one = section.format(_call("0", '{"expression": "1+1"}'))
-    assert FORMAT.parse(fits_one, SCHEMAS).calls == (ParsedCall("calculate", {"expression": "1+1"}),)
+    assert FORMAT.parse(fits_one, SCHEMAS).calls == (
+        ParsedCall("calculate", {"expression": "1+1"}),
+    )
     ambiguous = section.format(_call("0", '{"path": "a"}'))
     assert FORMAT.parse(ambiguous, SCHEMAS).calls == ()
 
 
 def test_unknown_truncated_and_unclosed_think() -> None:
-    unknown = "<|tool_calls_section_begin|>" + _call("functions.book:0", "{}") + "<|tool_calls_section_end|>"
+    unknown = (
+        "<|tool_calls_section_begin|>"
+        + _call("functions.book:0", "{}")
+        + "<|tool_calls_section_end|>"
+    )
     assert FORMAT.parse(unknown, SCHEMAS).text == unknown
-    cut = "<|tool_calls_section_begin|><|tool_call_begin|>functions.bash:0<|tool_call_argument_begin|>{\"command\": \"ls"
+    cut = '<|tool_calls_section_begin|><|tool_call_begin|>functions.bash:0<|tool_call_argument_begin|>{"command": "ls'
     assert (FORMAT.parse(cut, SCHEMAS).calls, FORMAT.parse(cut, SCHEMAS).text) == ((), cut)
-    think = "<think>I need the file.\n<|tool_calls_section_begin|>" + _call("functions.read_file:0", '{"path": "x"}')
+    think = "<think>I need the file.\n<|tool_calls_section_begin|>" + _call(
+        "functions.read_file:0", '{"path": "x"}'
+    )
     result = FORMAT.parse(think, SCHEMAS)
     assert (result.calls, result.text) == ((ParsedCall("read_file", {"path": "x"}),), None)
 

@@ -5,7 +5,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from sample_corpus import (
-    SCHEMAS, assert_round_trip, assert_tools_listed, cases, check_case, simple_calls,
+    SCHEMAS,
+    assert_round_trip,
+    assert_tools_listed,
+    cases,
+    check_case,
+    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall

@@ -5,7 +5,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from sample_corpus import (
-    SCHEMAS, assert_round_trip, assert_tools_listed, cases, check_case, simple_calls,
+    SCHEMAS,
+    assert_round_trip,
+    assert_tools_listed,
+    cases,
+    check_case,
+    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
@@ -39,7 +44,12 @@ def test_two_invokes_with_typed_values() -> None:
 
 def test_mixed_section_keeps_unknown_invoke() -> None:
     unknown = _invoke("book_flight", {"to": "JFK"})
-    text = "<minimax:tool_call>\n" + unknown + _invoke("read_file", {"path": "a"}) + "</minimax:tool_call>"
+    text = (
+        "<minimax:tool_call>\n"
+        + unknown
+        + _invoke("read_file", {"path": "a"})
+        + "</minimax:tool_call>"
+    )
     result = FORMAT.parse(text, SCHEMAS)
     assert result.calls == (ParsedCall("read_file", {"path": "a"}),)
     assert result.text == unknown.strip()

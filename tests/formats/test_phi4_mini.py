@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sample_corpus import (
-    SCHEMAS, assert_round_trip, assert_tools_listed, cases, check_case, simple_calls,
+    SCHEMAS,
+    assert_round_trip,
+    assert_tools_listed,
+    cases,
+    check_case,
+    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
@@ -37,7 +42,10 @@ def _parse(text: str) -> tuple[tuple[ParsedCall, ...], str | None]:
 
 def test_prose_before_and_single_quotes() -> None:
     text = "I'll check.\nfunctools[{'name': 'list_directory', 'arguments': {'path': '.', 'recursive': True}}]"
-    assert _parse(text) == ((ParsedCall("list_directory", {"path": ".", "recursive": True}),), "I'll check.\n")
+    assert _parse(text) == (
+        (ParsedCall("list_directory", {"path": ".", "recursive": True}),),
+        "I'll check.\n",
+    )
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from sample_corpus import (
-    SCHEMAS, assert_round_trip, assert_tools_listed, cases, check_case, simple_calls,
+    SCHEMAS,
+    assert_round_trip,
+    assert_tools_listed,
+    cases,
+    check_case,
+    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
@@ -22,10 +27,10 @@ def _call(name: str, params: str, close: str = "</function>\n</tool_call>") -> s
 
 
 def test_values_keep_inner_newlines_and_markup() -> None:
-    body = "<parameter=path>\na.py\n</parameter>\n<parameter=content>\n\nif a < b && c > \"d\":\n    pass\n\n</parameter>\n"
+    body = '<parameter=path>\na.py\n</parameter>\n<parameter=content>\n\nif a < b && c > "d":\n    pass\n\n</parameter>\n'
     result = FORMAT.parse(_call("write_file", body), SCHEMAS)
     assert result.calls == (
-        ParsedCall("write_file", {"path": "a.py", "content": "\nif a < b && c > \"d\":\n    pass\n"}),
+        ParsedCall("write_file", {"path": "a.py", "content": '\nif a < b && c > "d":\n    pass\n'}),
     )
 
 
@@ -62,7 +67,9 @@ def test_python_literal_array_and_numeric_string() -> None:
     )
     result = FORMAT.parse(_call("create_issue", body), SCHEMAS)
     assert result.calls[0].arguments == {
-        "title": "42", "labels": ["a", "b"], "assignee": {"name": "Al", "email": None},
+        "title": "42",
+        "labels": ["a", "b"],
+        "assignee": {"name": "Al", "email": None},
     }
 
 
@@ -94,7 +101,11 @@ def test_orphan_function_after_prose() -> None:
 
 
 def test_markup_in_answer_fence_is_not_a_call() -> None:
-    text = "Write it like this:\n\n```xml\n" + _call("read_file", "<parameter=path>\na\n</parameter>\n") + "\n```\nDone."
+    text = (
+        "Write it like this:\n\n```xml\n"
+        + _call("read_file", "<parameter=path>\na\n</parameter>\n")
+        + "\n```\nDone."
+    )
     result = FORMAT.parse(text, SCHEMAS)
     assert result.calls == ()
     assert result.text == text

@@ -1,0 +1,83 @@
+"""Command R7B tool calls (`<|START_ACTION|>[…]<|END_ACTION|>`), formats.md §3.14.
+
+Owns: the action block's JSON list of `{tool_call_id, tool_name, parameters}`,
+removing the `<|START_THINKING|>…<|END_THINKING|>` reasoning block and the
+response markers, which are not prose. Must not: coerce types or execute a
+cut-off list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.blocks import (
+    Block,
+    decode_arguments,
+    dumps,
+    find_blocks,
+    marker_pattern,
+    splice,
+    tool_list,
+    valid_name,
+    wrapped_json_block,
+)
+from proxy.types import JSON, ToolDef
+
+_ACTION = ("<|START_ACTION|>", "<|END_ACTION|>")
+_THINKING = ("<|START_THINKING|>", "<|END_THINKING|>")
+_RESPONSE = ("<|START_RESPONSE|>", "<|END_RESPONSE|>")
+
+_INSTRUCTIONS = """\
+## Available Tools
+{tools}
+
+To call tools, write <|START_ACTION|>, a JSON list of objects with "tool_call_id", "tool_name" \
+and "parameters", then <|END_ACTION|>, for example:
+<|START_ACTION|>[{{"tool_call_id": "0", "tool_name": "FUNCTION_NAME", "parameters": {{"argument": "value"}}}}]<|END_ACTION|>"""
+
+
+def _parts(value: Any) -> list[tuple[ParsedCall, str]] | None:
+    parts: list[tuple[ParsedCall, str]] = []
+    for item in value if isinstance(value, list) else [value]:
+        name = item.get("tool_name") if isinstance(item, dict) else None
+        arguments = decode_arguments(item.get("parameters", {})) if isinstance(item, dict) else None
+        if not isinstance(name, str) or not valid_name(name) or arguments is None:
+            return None
+        parts.append((ParsedCall(name, arguments), dumps(item)))
+    return parts or None
+
+
+def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
+    if text.startswith(_THINKING[0], at):
+        end = text.find(_THINKING[1], at)
+        return Block(at, end + len(_THINKING[1]), ()) if end >= 0 else None
+    return wrapped_json_block(text, at, _ACTION, tools, _parts)
+
+
+class CommandR7B:
+    name = "command_r7b"
+    markers: tuple[str, ...] = (_ACTION[0], _THINKING[0])
+
+    def render_tools(self, tools: Sequence[ToolDef]) -> str:
+        return _INSTRUCTIONS.format(tools=tool_list(tools))
+
+    def render_calls(self, calls: Sequence[ParsedCall]) -> str:
+        items = [
+            {"tool_call_id": str(i), "tool_name": c.name, "parameters": c.arguments}
+            for i, c in enumerate(calls)
+        ]
+        return _ACTION[0] + dumps(items) + _ACTION[1]
+
+    def render_result(self, name: str, content: str) -> str:
+        return content
+
+    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
+        blocks = find_blocks(
+            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
+        )
+        return splice(text, blocks, drop=_RESPONSE)
+
+
+FORMAT = CommandR7B()
