@@ -87,7 +87,8 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
 
 class Functionary:
     name = "functionary"
-    markers: tuple[str, ...] = ("<function=", "<function name=", ">>>", _TAG)
+    # "{": a v3.2 reply may start with NAME\n{json} and no marker at all.
+    markers: tuple[str, ...] = ("<function=", "<function name=", ">>>", _TAG, "{")
 
     def render_tools(self, tools: Sequence[ToolDef]) -> str:
         return _INSTRUCTIONS.format(tools=tool_list(tools))
