@@ -11,6 +11,7 @@ itself (that is jsonish), or raise.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -199,7 +200,7 @@ def calls_from_array(value: Any) -> list[tuple[ParsedCall, str]] | None:
         call = call_from_object(item)
         if call is None:
             return None
-        parts.append((call, orjson.dumps(item).decode()))
+        parts.append((call, dumps(item)))
     return parts or None
 
 
@@ -208,13 +209,17 @@ def tool_list(tools: Sequence[ToolDef]) -> str:
     lines = []
     for tool in tools:
         function = tool.get("function", tool)
-        lines.append(orjson.dumps(function).decode())
+        lines.append(dumps(function))
     return "\n".join(lines)
 
 
 def dumps(value: Any) -> str:
     """JSON the way the model templates write it: non-ASCII kept."""
-    return orjson.dumps(value).decode()
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        # orjson refuses integers beyond 64 bits; a Python literal may hold one.
+        return json.dumps(value, ensure_ascii=False)
 
 
 def skip_space(text: str, pos: int) -> int:
