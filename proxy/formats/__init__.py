@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from proxy.formats import (
-    deepseek_v3, deepseek_v31, glm45, hermes, json_block, kimi_k2, lfm2, llama3_json, minimax_m2,
-    mistral, pythonic, qwen3_coder_xml,
+    apertus, command_r7b, deepseek_v3, deepseek_v31, deepseek_v32, functionary, glm45, gpt_oss,
+    granite, hermes, internlm2, jamba, json_block, kimi_k2, lfm2, llama3_json, minimax_m2, mistral,
+    nemotron_v2, phi4_mini, pythonic, qwen3_coder_xml, xlam,
 )
-from proxy.formats.base import ParseResult, TextFormat
-from proxy.formats.detect import recover_with, strip_reasoning
+from proxy.formats.base import ParsedCall, ParseResult, TextFormat, no_calls, remaining_text
+from proxy.formats.detect import recover_with, split_reasoning, strip_reasoning
 from proxy.types import JSON
 
 FORMATS: dict[str, TextFormat] = {
@@ -30,13 +31,25 @@ FORMATS: dict[str, TextFormat] = {
     "deepseek_v3": deepseek_v3.FORMAT,
     "deepseek_v31": deepseek_v31.FORMAT,
     "kimi_k2": kimi_k2.FORMAT,
+    "granite": granite.FORMAT,
+    "phi4_mini": phi4_mini.FORMAT,
+    "functionary": functionary.FORMAT,
+    "xlam": xlam.FORMAT,
+    "jamba": jamba.FORMAT,
+    "nemotron_v2": nemotron_v2.FORMAT,
+    "internlm2": internlm2.FORMAT,
+    "apertus": apertus.FORMAT,
+    "command_r7b": command_r7b.FORMAT,
+    "gpt_oss": gpt_oss.FORMAT,
+    "deepseek_v32": deepseek_v32.FORMAT,
 }
 
 # Special-token formats first (a marker that cannot be prose), text tags next,
 # bare JSON / Python last: they also match what the others leave behind.
 _ORDER = (
-    "kimi_k2", "deepseek_v31", "deepseek_v3", "mistral", "granite", "phi4_mini",
-    "lfm2", "minimax_m2", "functionary", "qwen3_coder_xml", "glm45", "hermes",
+    "kimi_k2", "deepseek_v32", "deepseek_v31", "deepseek_v3", "gpt_oss", "command_r7b",
+    "internlm2", "apertus", "mistral", "phi4_mini", "lfm2", "minimax_m2", "jamba", "nemotron_v2",
+    "functionary", "qwen3_coder_xml", "glm45", "hermes", "granite",
     "llama3_json", "pythonic", "xlam", "json_block",
 )
 
@@ -67,5 +80,19 @@ def recover(
     Reasoning is never searched; unless keep_reasoning, it is also removed
     from the returned text (it belongs in reasoning_content).
     """
-    visible = text if keep_reasoning else strip_reasoning(text)
-    return recover_with(visible, tools, format_order(preferred))
+    order = format_order(preferred)
+    if not keep_reasoning:
+        return recover_with(strip_reasoning(text), tools, order)
+    pieces = split_reasoning(text)
+    if not any(reasoning for _, reasoning in pieces):
+        return recover_with(text, tools, order)
+    # Reasoning stays verbatim between the visible pieces, each searched alone.
+    texts: list[str] = []
+    calls: list[ParsedCall] = []
+    found: str | None = None
+    for piece, reasoning in pieces:
+        result, name = (no_calls(piece), None) if reasoning else recover_with(piece, tools, order, False)
+        texts.append(result.text or "")
+        calls += result.calls
+        found = found or name
+    return ParseResult(tuple(calls), remaining_text(texts)), found

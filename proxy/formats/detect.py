@@ -30,6 +30,21 @@ def think_end(text: str, start: int) -> tuple[int, int] | None:
     return min(found) if found else None
 
 
+def split_reasoning(text: str) -> list[tuple[str, bool]]:
+    """The reply as (piece, is_reasoning) pieces; a think block runs to its close
+    tag, a Kimi section marker, or the end of the text."""
+    pieces: list[tuple[str, bool]] = []
+    pos = 0
+    while (opened := text.find(THINK_OPEN, pos)) >= 0:
+        pieces.append((text[pos:opened], False))
+        end = think_end(text, opened + len(THINK_OPEN))
+        stop = end[1] if end is not None else len(text)
+        pieces.append((text[opened:stop], True))
+        pos = stop
+    pieces.append((text[pos:], False))
+    return [(piece, reasoning) for piece, reasoning in pieces if piece]
+
+
 def strip_reasoning(text: str) -> str:
     """The reply without its reasoning: think blocks, or all before an orphan close."""
     close = text.find(THINK_CLOSE)
@@ -37,16 +52,7 @@ def strip_reasoning(text: str) -> str:
     if close >= 0 and (opened < 0 or opened > close):
         # Thinking forced open by the prompt: only the close tag appears.
         text = text[close + len(THINK_CLOSE):]
-    pieces: list[str] = []
-    pos = 0
-    while (opened := text.find(THINK_OPEN, pos)) >= 0:
-        pieces.append(text[pos:opened])
-        end = think_end(text, opened + len(THINK_OPEN))
-        if end is None:
-            return "".join(pieces)
-        pos = end[1]
-    pieces.append(text[pos:])
-    return "".join(pieces)
+    return "".join(piece for piece, reasoning in split_reasoning(text) if not reasoning)
 
 
 def whole_fence_body(text: str) -> str | None:

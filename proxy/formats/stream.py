@@ -29,6 +29,9 @@ _FENCE_LINE = re.compile(r"(?m)^[ \t]{0,3}(`{3,}|~{3,})")
 _FENCE_INFO = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*([^\n]*)\n")
 _JSON_INFO = ("", "json", "json5", "jsonc")
 _CONTEXT = 1000
+# Functionary v3.2 starts a reply with `all` + newline before its text: a
+# control word that disappears when calls are found, so it waits with them.
+_LEADING = ("all\n",)
 
 
 class StreamRecovery:
@@ -154,6 +157,12 @@ class StreamRecovery:
         """Where something that might be a call (or reasoning) begins, and what."""
         buf = self._buf
         found: list[tuple[int, str]] = []
+        if self._at_start and not self._line:
+            for lead in _LEADING:
+                if lead.startswith(buf):
+                    found.append((0, "partial"))
+                elif buf.startswith(lead):
+                    found.append((0, "marker"))
         for marker in self._markers:
             at = buf.find(marker)
             if at >= 0:
@@ -172,14 +181,12 @@ class StreamRecovery:
 
     def _resolve(self) -> list[Item] | None:
         """Release the held block once prose after it settles what it is."""
-        whole, name = self._recover(self._buf)
+        whole, _ = self._recover(self._buf)
         lines = [q for q in _line_starts(self._buf) if q > self._last_start()]
         lines = [q for q in lines if _has_full_line(self._buf[q:])]
-        if not lines or (not whole.calls and not self._closed(lines[-1])):
+        if not lines or not self._agrees(lines[-1], whole):
             return None
         lo, hi = 0, len(lines) - 1
-        if not self._agrees(lines[hi], whole):
-            return None
         while lo < hi:
             mid = (lo + hi) // 2
             if self._agrees(lines[mid], whole):
@@ -193,25 +200,40 @@ class StreamRecovery:
         return self._result(result, name)
 
     def _agrees(self, q: int, whole: ParseResult) -> bool:
+        """buf[:q] parses the same alone as within buf, and nothing in it is still open."""
         head, _ = self._recover(self._buf[:q])
-        if head.calls != whole.calls or (not head.calls and not self._closed(q)):
+        tail = self._buf[q:]
+        if head.calls != whole.calls or _squash((head.text or "") + tail) != _squash(whole.text or ""):
             return False
-        return _squash((head.text or "") + self._buf[q:]) == _squash(whole.text or "")
+        if head.calls:
+            return not self._has_start(self._fresh(head.text or ""))
+        end = self._closed_end()
+        return end is not None and end <= q and not self._has_start(self._buf[end:q])
 
-    def _closed(self, q: int) -> bool:
-        """A block that is not a call can go out as text only once it has ended."""
-        head = self._buf[:q]
-        start = len(head) - len(head.lstrip())
-        if head[start:start + 1] in ("{", "["):
-            end = scan_json_value(head, start)
-            return end is not None
-        info = _FENCE_INFO.match(head)
-        if info is not None:
-            return any(
-                m.group(1)[0] == info.group(1)[0] and len(m.group(1)) >= len(info.group(1))
-                for m in _FENCE_LINE.finditer(head, info.end())
-            )
-        return False
+    def _closed_end(self) -> int | None:
+        """Where a block that is not a call ends: its JSON value or its fence closes."""
+        buf = self._buf
+        start = len(buf) - len(buf.lstrip())
+        if buf[start:start + 1] in ("{", "["):
+            return scan_json_value(buf, start)
+        info = _FENCE_INFO.match(buf)
+        if info is None:
+            return None
+        for match in _FENCE_LINE.finditer(buf, info.end()):
+            run = match.group(1)
+            if run[0] == info.group(1)[0] and len(run) >= len(info.group(1)):
+                return match.end()
+        return None
+
+    def _has_start(self, text: str) -> bool:
+        return any(marker in text for marker in self._markers) or bool(_LINE_START.search(text))
+
+    def _fresh(self, text: str) -> str:
+        """text without the prose already sent on this line (the parsers' context)."""
+        common = 0
+        while common < min(len(text), len(self._line)) and text[common] == self._line[common]:
+            common += 1
+        return text[common:]
 
     def _last_start(self) -> int:
         """The last place after the block start where another block could begin."""
@@ -228,11 +250,7 @@ class StreamRecovery:
         return recover_with(self._line + block, self._tools, self._order, self._at_start)
 
     def _result(self, result: ParseResult, name: str | None) -> list[Item]:
-        text = result.text or ""
-        common = 0
-        while common < min(len(text), len(self._line)) and text[common] == self._line[common]:
-            common += 1
-        out: list[Item] = self._text(text[common:])
+        out: list[Item] = self._text(self._fresh(result.text or ""))
         self._line = ""
         if result.calls:
             self.format = self.format or name

@@ -31,8 +31,10 @@ def _calls(calls: Any) -> list[dict[str, Any]]:
     return [{"name": c.name, "arguments": c.arguments} for c in calls]
 
 
-def _stream(text: str, tools: dict[str, Any], cuts: list[int]) -> tuple[list[ParsedCall], str]:
-    parser = StreamRecovery(tools)
+def _stream(
+    text: str, tools: dict[str, Any], cuts: list[int], keep: bool = True
+) -> tuple[list[ParsedCall], str]:
+    parser = StreamRecovery(tools, keep_reasoning=keep)
     out: list[str | ParsedCall] = []
     bounds = [0, *sorted(set(cuts)), len(text)]
     for start, end in zip(bounds, bounds[1:]):
@@ -58,14 +60,22 @@ def test_preferred_format_gives_the_same_result(case: dict[str, Any]) -> None:
     assert squash(result.text) == squash(case["expect_text"])
 
 
+def _kept_text(case: dict[str, Any]) -> str | None:
+    """The whole-text result when reasoning stays in content (the stage's setting)."""
+    result, _ = recover(case["content"], offered(case["tools"]), keep_reasoning=True)
+    if "<think>" not in case["content"]:
+        assert squash(result.text) == squash(case["expect_text"])
+    return squash(result.text)
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
 def test_streamed_at_every_split_point(case: dict[str, Any]) -> None:
-    text, tools = case["content"], offered(case["tools"])
-    step = max(1, len(text) // 60)
-    for cut in range(0, len(text) + 1, step):
-        calls, streamed = _stream(text, tools, [cut])
-        assert _calls(calls) == case["expect_calls"], cut
-        assert squash(streamed) == squash(case["expect_text"]), cut
+    text, tools, expected = case["content"], offered(case["tools"]), _kept_text(case)
+    for cut in range(len(text) + 1):
+        for third in ([], [cut + 7]):
+            calls, streamed = _stream(text, tools, [cut, *third])
+            assert _calls(calls) == case["expect_calls"], cut
+            assert squash(streamed) == expected, cut
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
@@ -73,16 +83,25 @@ def test_streamed_one_character_at_a_time(case: dict[str, Any]) -> None:
     text, tools = case["content"], offered(case["tools"])
     calls, streamed = _stream(text, tools, list(range(len(text))))
     assert _calls(calls) == case["expect_calls"]
-    assert squash(streamed) == squash(case["expect_text"])
+    assert squash(streamed) == _kept_text(case)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def test_streamed_without_reasoning_matches_expect_text(case: dict[str, Any]) -> None:
+    text, tools = case["content"], offered(case["tools"])
+    for cuts in ([], list(range(0, len(text), 5))):
+        calls, streamed = _stream(text, tools, cuts, keep=False)
+        assert _calls(calls) == case["expect_calls"]
+        assert squash(streamed) == squash(case["expect_text"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(CASES), st.lists(st.floats(0, 1), max_size=8))
 def test_streamed_random_splits(case: dict[str, Any], fractions: list[float]) -> None:
     text = case["content"]
     calls, streamed = _stream(text, offered(case["tools"]), [int(f * len(text)) for f in fractions])
     assert _calls(calls) == case["expect_calls"]
-    assert squash(streamed) == squash(case["expect_text"])
+    assert squash(streamed) == _kept_text(case)
 
 
 @pytest.mark.parametrize("case", NEGATIVES, ids=lambda c: c["id"])

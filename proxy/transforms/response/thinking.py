@@ -1,0 +1,141 @@
+"""Reasoning written into content (`<think>…</think>`), split out per model setting.
+
+Owns: finding think blocks in choice 0's `delta.content` across chunk
+boundaries (holding back only a possible partial tag) and applying the
+`reasoning` policy: "pass" leaves content alone, "strip" removes the
+reasoning, "move" puts it into `delta.reasoning_content`. Must not: touch
+other choices or other delta fields, parse calls, or do I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proxy.formats.detect import THINK_BREAKERS, THINK_CLOSE, THINK_OPEN
+from proxy.types import Chunk, Observation, ReasoningPolicy
+
+
+class _Splitter:
+    """Text in, (content, reasoning) out; split-invariant over any chunking."""
+
+    def __init__(self) -> None:
+        self.inside = False
+        self.held = ""
+
+    def push(self, text: str) -> tuple[str, str]:
+        buf, self.held = self.held + text, ""
+        content: list[str] = []
+        reasoning: list[str] = []
+        while buf:
+            if self.inside:
+                end = _first(buf, (THINK_CLOSE, *THINK_BREAKERS))
+                if end is None:
+                    keep = len(buf) - _partial(buf, (THINK_CLOSE, *THINK_BREAKERS))
+                    reasoning.append(buf[:keep])
+                    self.held = buf[keep:]
+                    break
+                at, tag = end
+                reasoning.append(buf[:at])
+                # Kimi's tool section ends reasoning but is content (kimi-k2-005).
+                buf = buf[at + len(tag):] if tag == THINK_CLOSE else buf[at:]
+                self.inside = False
+                continue
+            found = _first(buf, (THINK_OPEN, THINK_CLOSE))
+            if found is None:
+                keep = len(buf) - _partial(buf, (THINK_OPEN, THINK_CLOSE))
+                content.append(buf[:keep])
+                self.held = buf[keep:]
+                break
+            at, tag = found
+            content.append(buf[:at])
+            buf = buf[at + len(tag):]
+            # An orphan close (thinking forced open by the prompt) is dropped:
+            # the reasoning before it has already gone out as content.
+            self.inside = tag == THINK_OPEN
+        return "".join(content), "".join(reasoning)
+
+    def end(self) -> tuple[str, str]:
+        held, self.held = self.held, ""
+        return ("", held) if self.inside else (held, "")
+
+
+class ThinkingSplit:
+    """Sans-IO stage: `feed(chunk) -> chunks`, `flush() -> chunks`."""
+
+    def __init__(self, policy: ReasoningPolicy) -> None:
+        self._policy: ReasoningPolicy = policy
+        self._split = _Splitter()
+        self._last: Chunk | None = None
+        self.observations: list[Observation] = []
+
+    def feed(self, chunk: Chunk) -> list[Chunk]:
+        if self._policy == "pass":
+            return [chunk]
+        index = _choice_zero(chunk)
+        if index is None:
+            return [chunk]
+        self._last = chunk
+        choice = chunk["choices"][index]
+        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        text = delta.get("content")
+        content, reasoning = self._split.push(text) if isinstance(text, str) else ("", "")
+        if choice.get("finish_reason") is not None:
+            tail_content, tail_reasoning = self._split.end()
+            content, reasoning = content + tail_content, reasoning + tail_reasoning
+        if not isinstance(text, str) and not content and not reasoning:
+            return [chunk]
+        new_delta = self._delta(delta, content, reasoning)
+        if (not new_delta and set(delta) == {"content"} and choice.get("finish_reason") is None
+                and chunk.get("usage") is None and len(chunk["choices"]) == 1):
+            # All of it was reasoning (stripped) or a held partial tag.
+            return []
+        return [_replace(chunk, index, {**choice, "delta": new_delta})]
+
+    def flush(self) -> list[Chunk]:
+        content, reasoning = self._split.end()
+        if self._last is None or not (content or reasoning):
+            return []
+        template = {k: v for k, v in self._last.items() if k not in ("choices", "usage")}
+        delta = self._delta({}, content, reasoning)
+        if not delta:
+            return []
+        return [{**template, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}]
+
+    def _delta(self, delta: dict[str, Any], content: str, reasoning: str) -> dict[str, Any]:
+        out = {k: v for k, v in delta.items() if k != "content"}
+        if content or (delta.get("content") == "" and not reasoning):
+            out["content"] = content
+        if reasoning and self._policy == "move":
+            out["reasoning_content"] = (out.get("reasoning_content") or "") + reasoning
+        return out
+
+
+def _first(text: str, tags: tuple[str, ...]) -> tuple[int, str] | None:
+    found = [(text.find(tag), tag) for tag in tags if tag in text]
+    return min(found) if found else None
+
+
+def _partial(text: str, tags: tuple[str, ...]) -> int:
+    best = 0
+    for tag in tags:
+        for size in range(min(len(tag) - 1, len(text)), best, -1):
+            if text.endswith(tag[:size]):
+                best = size
+                break
+    return best
+
+
+def _choice_zero(chunk: Chunk) -> int | None:
+    choices = chunk.get("choices")
+    if not isinstance(choices, list):
+        return None
+    for i, choice in enumerate(choices):
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            return i
+    return None
+
+
+def _replace(chunk: Chunk, index: int, choice: dict[str, Any]) -> Chunk:
+    choices = list(chunk["choices"])
+    choices[index] = choice
+    return {**chunk, "choices": choices}

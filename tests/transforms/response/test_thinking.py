@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxy.transforms.response.thinking import ThinkingSplit
+from proxy.types import Chunk, ReasoningPolicy
+
+
+def _chunk(content: str | None = None, finish: str | None = None, **delta: Any) -> Chunk:
+    if content is not None:
+        delta["content"] = content
+    return {
+        "id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def _run(policy: ReasoningPolicy, pieces: list[str], finish: bool = True) -> tuple[str, str, list[Chunk]]:
+    stage = ThinkingSplit(policy)
+    out: list[Chunk] = []
+    for piece in pieces:
+        out += stage.feed(_chunk(piece))
+    if finish:
+        out += stage.feed(_chunk(finish="stop"))
+    out += stage.flush()
+    content = "".join(c["choices"][0]["delta"].get("content") or "" for c in out)
+    reasoning = "".join(c["choices"][0]["delta"].get("reasoning_content") or "" for c in out)
+    return content, reasoning, out
+
+
+TEXT = "<think>\nI should list it.\n</think>\n\nHere is the answer."
+
+
+def test_move_puts_reasoning_in_reasoning_content() -> None:
+    content, reasoning, _ = _run("move", [TEXT])
+    assert content == "\n\nHere is the answer."
+    assert reasoning == "\nI should list it.\n"
+
+
+def test_strip_removes_reasoning() -> None:
+    content, reasoning, _ = _run("strip", [TEXT])
+    assert content == "\n\nHere is the answer."
+    assert reasoning == ""
+
+
+def test_pass_leaves_chunks_untouched() -> None:
+    stage = ThinkingSplit("pass")
+    chunk = _chunk(TEXT)
+    assert stage.feed(chunk) == [chunk]
+    assert stage.flush() == []
+
+
+def test_orphan_close_tag_is_dropped_and_text_after_is_content() -> None:
+    content, reasoning, _ = _run("move", ["forced open reasoning</thi", "nk>Answer"])
+    assert content == "forced open reasoningAnswer"
+    assert reasoning == ""
+
+
+def test_kimi_tool_section_ends_unclosed_reasoning() -> None:
+    text = "<think>need weather<|tool_calls_section_begin|><|tool_call_begin|>x"
+    content, reasoning, _ = _run("move", [text])
+    assert reasoning == "need weather"
+    assert content == "<|tool_calls_section_begin|><|tool_call_begin|>x"
+
+
+def test_unfinished_stream_flushes_held_partial_tag() -> None:
+    content, _, _ = _run("strip", ["Hello <thi"], finish=False)
+    assert content == "Hello <thi"
+
+
+def test_other_fields_and_choices_pass_through() -> None:
+    stage = ThinkingSplit("move")
+    chunk = _chunk("<think>a</think>b", role="assistant", custom=1)
+    chunk["choices"].append({"index": 1, "delta": {"content": "<think>x</think>"}, "finish_reason": None})
+    chunk["usage"] = None
+    (out,) = stage.feed(chunk)
+    assert out["choices"][0]["delta"] == {"role": "assistant", "custom": 1, "content": "b",
+                                          "reasoning_content": "a"}
+    assert out["choices"][1] == chunk["choices"][1]
+    assert chunk["choices"][0]["delta"]["content"] == "<think>a</think>b"  # input not mutated
+
+
+def test_existing_reasoning_content_is_kept() -> None:
+    stage = ThinkingSplit("move")
+    (out,) = stage.feed(_chunk("<think>b</think>", reasoning_content="a"))
+    assert out["choices"][0]["delta"]["reasoning_content"] == "ab"
+
+
+def test_held_text_is_released_with_the_finish_chunk() -> None:
+    _, _, out = _run("strip", ["text <"], finish=True)
+    assert out[-1]["choices"][0]["finish_reason"] == "stop"
+    assert out[-1]["choices"][0]["delta"]["content"] == "<"
+
+
+def test_all_reasoning_chunk_is_swallowed() -> None:
+    stage = ThinkingSplit("strip")
+    assert stage.feed(_chunk("<think>only thoughts")) == []
+
+
+@pytest.mark.parametrize("policy", ["strip", "move"])
+@settings(max_examples=150, deadline=None)
+@given(
+    text=st.lists(st.sampled_from(["<think>", "</think>", "<", "think", ">", "a", " b\n", "</",
+                                   "<|tool_calls_section_begin|>"]), max_size=14).map("".join),
+    cuts=st.lists(st.integers(0, 200), max_size=6),
+)
+def test_split_invariance(policy: ReasoningPolicy, text: str, cuts: list[int]) -> None:
+    bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
+    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    assert _run(policy, pieces)[:2] == _run(policy, [text])[:2]
+    content, reasoning, _ = _run(policy, pieces)
+    assert len(content) + len(reasoning) <= len(text)
