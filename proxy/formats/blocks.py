@@ -113,6 +113,9 @@ def find_blocks(
             continue
         blocks.append(block)
         pos = max(block.end, at + 1)
+        # Backticks or fences inside a recovered call's arguments must not
+        # protect what follows it: look again at the rest only.
+        protected = [(s + pos, e + pos) for s, e in protected_spans(text[pos:])]
     return blocks
 
 

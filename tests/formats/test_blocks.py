@@ -100,3 +100,12 @@ def test_json_at_repairs_but_never_completes() -> None:
 def test_never_raises(text: str) -> None:
     protected_spans(text)
     splice(text, [])
+
+
+def test_backticks_inside_a_recovered_block_do_not_protect_the_next() -> None:
+    text = '<c>{"a": "`"}<c>{"a": "`"}'
+
+    def parse_at(t: str, at: int) -> Block | None:
+        return Block(at, at + 13, (ParsedCall("x", {}),))
+
+    assert len(find_blocks(text, re.compile("<c>"), parse_at)) == 2
