@@ -51,7 +51,7 @@ class LoadSpec:
     warmup: float = 0.5
     max_requests: int = 1_000_000
     timeout: float = 30.0
-    drain: float = 2.0
+    drain: float = 3.0
     ramp: float = 0.0  # workers start spread over this many seconds
 
 
@@ -118,6 +118,7 @@ class _Window:
     start: float = math.inf
     end: float = math.inf
     stopping: bool = False
+    in_flight: int = 0
 
     def record(self, t_end: float, latency: float, ttfb: float) -> None:
         if self.start <= t_end <= self.end:
@@ -155,12 +156,15 @@ async def _worker(session: aiohttp.ClientSession, url: str, body: bytes,
     await asyncio.sleep(delay)
     while not win.stopping:
         t0 = time.perf_counter()
+        win.in_flight += 1
         try:
             ttfb = await _one(session, url, body, t0)
         except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
             win.fail(f"{type(exc).__name__}: {exc}")
             await asyncio.sleep(0.01)  # no hot loop against a dead target
             continue
+        finally:
+            win.in_flight -= 1
         t1 = time.perf_counter()
         win.record(t1, t1 - t0, ttfb)
 
@@ -182,12 +186,22 @@ async def run_load(base_url: str, spec: LoadSpec,
             await _measure(win, spec, probe)
             win.stopping = True
             await asyncio.wait(workers, timeout=spec.drain)
+            _count_unanswered(win, spec.drain)
         finally:
             win.stopping = True
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
     return win.result
+
+
+def _count_unanswered(win: _Window, drain: float) -> None:
+    # A request the target never answers fails neither inside the window nor after it;
+    # without this a hung target would show 0 answers and 0 errors.
+    if win.in_flight:
+        win.result.errors += win.in_flight
+        win.result.first_error = win.result.first_error or (
+            f"{win.in_flight} requests unanswered {drain:g} s after the window closed")
 
 
 async def _measure(win: _Window, spec: LoadSpec, probe: WindowProbe | None) -> None:

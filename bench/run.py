@@ -91,7 +91,7 @@ def _start_servers(args: argparse.Namespace, tmp: Path, children: list[Child]) -
 
 def _spec_for(spec: LoadSpec, args: argparse.Namespace) -> LoadSpec:
     warmup = spec.ramp + (0.25 if args.quick else 0.4)
-    duration = args.duration * (2.0 if spec.ramp else 1.0)
+    duration = args.duration * (1.5 if spec.ramp else 1.0)
     return dataclasses.replace(spec, warmup=warmup, duration=duration)
 
 
@@ -132,7 +132,7 @@ def _notes(args: argparse.Namespace, pinned: bool, load_before: str) -> list[str
     pin = "proxy on core 0, load + fake upstream on core 1" if pinned else (
         "NOT PINNED (fewer than 2 cores): numbers are not comparable")
     load_after = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    return [f"{args.rounds} rounds x {args.duration:g} s per run (W3 x2), medians; {pin}",
+    return [f"{args.rounds} rounds x {args.duration:g} s per run (W3 x1.5), medians; {pin}",
             f"load average before {load_before}, after {load_after}"
             " (other work on this machine skews every number)"]
 
