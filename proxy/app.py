@@ -18,11 +18,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from proxy.admin import admin_capabilities
 from proxy.capabilities.store import CapabilityStore
 from proxy.chat import chat_completions
 from proxy.errors import ApiError, error_body
 from proxy.limits import Limiter
-from proxy.middleware import ApiKeyMiddleware, RequestIdMiddleware
+from proxy.metrics import CONTENT_TYPE
+from proxy.middleware import ApiKeyMiddleware, Drain, DrainMiddleware, RequestIdMiddleware
 from proxy.passthrough import fetch_listing, forward, list_models
 from proxy.services import Services
 from proxy.settings import Settings
@@ -52,11 +54,15 @@ def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Se
 
 
 def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starlette:
+    """The app; `app.state.drain` is what a server calls `begin()` on when it stops."""
+    drain = Drain(settings.shutdown_grace)
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         svc = build_services(settings, telemetry)
         app.state.services = svc
         svc.store.reload_if_changed()
+        svc.telemetry.bind(svc.store, svc.limiter)
         try:
             yield
         finally:
@@ -72,15 +78,21 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
               methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/admin/capabilities", admin_capabilities, methods=["GET"]),
     ]
+    # Outermost first: every answer (a 401 and a drain's 503 too) gets the request id.
     middleware = [
         Middleware(RequestIdMiddleware),
+        Middleware(DrainMiddleware, drain=drain),
         Middleware(ApiKeyMiddleware, keys=settings.api_keys,
                    protect_metrics=settings.protect_metrics),
     ]
-    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
-                     exception_handlers={HTTPException: _http_error, ApiError: _api_error,
-                                         Exception: _unexpected})
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
+                    exception_handlers={HTTPException: _http_error, ApiError: _api_error,
+                                        Exception: _unexpected})
+    app.state.drain = drain
+    return app
 
 
 async def healthz(request: Request) -> Response:
@@ -88,8 +100,14 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    """Ready: capabilities loaded and some upstream answered in the last 30 s."""
+    """Ready: capabilities loaded and some upstream answered in the last 30 s.
+
+    Not ready while draining, so a load balancer stops sending new work.
+    """
     svc: Services = request.app.state.services
+    if request.app.state.drain.draining:
+        return Response(orjson.dumps({"status": "shutting down"}), status_code=503,
+                        media_type="application/json")
     now = time.monotonic()
     fresh = [u.root for u in svc.upstreams.values() if now - u.last_answer < _READY_WINDOW]
     if not fresh:
@@ -100,6 +118,11 @@ async def readyz(request: Request) -> Response:
     status = 200 if fresh else 503
     body["status"] = "ready" if fresh else "no upstream answered"
     return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+async def metrics(request: Request) -> Response:
+    svc: Services = request.app.state.services
+    return Response(svc.telemetry.render_metrics(), media_type=CONTENT_TYPE)
 
 
 async def _ping(upstream: Upstream) -> str | None:

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
+import os
+import signal
+import socket
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from proxy.settings import Settings
 
 from proxy.settings import SettingsError, add_arguments, load_settings
 
@@ -32,17 +40,45 @@ def _serve(argv: list[str]) -> int:
         settings = load_settings(args)
     except SettingsError as exc:
         parser.error(str(exc))
+    from proxy.logs import setup_logging
+
+    setup_logging(settings.log_level, settings.log_format, _secrets(settings))
+    _run(settings)
+    return 0
+
+
+def _secrets(settings: Settings) -> list[str]:
+    """Every key the process holds, so the log formatter can mask it wherever it shows up."""
+    keys = list(settings.api_keys)
+    keys.extend(os.environ.get(env, "") for _, env in settings.upstream_key_envs)
+    return [k for k in keys if k]
+
+
+def _run(settings: Settings) -> None:
+    """Serve until SIGTERM/SIGINT; drain open requests for the grace period; return."""
     import uvicorn
 
     from proxy.app import create_app
-    from proxy.logs import setup_logging
+    from proxy.middleware import Drain
 
-    setup_logging(settings.log_level, settings.log_format)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                log_config=None, log_level=settings.log_level, access_log=False,
-                timeout_graceful_shutdown=int(settings.shutdown_grace) or None,
-                server_header=False)
-    return 0
+    app = create_app(settings)
+    drain: Drain = app.state.drain
+
+    class DrainingServer(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            drain.begin()  # cuts what is still open `grace` seconds from now
+            await super().shutdown(sockets)
+
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, log_config=None,
+        log_level=settings.log_level, access_log=False, server_header=False,
+        # uvicorn's own deadline is a backstop: the drain ends streams cleanly first.
+        timeout_graceful_shutdown=math.ceil(settings.shutdown_grace) + 2)
+    # uvicorn re-raises the signal it caught once it has shut down; with the
+    # default handler a drained SIGTERM would still end with status 143.
+    # Orchestrators read a drained stop as success, so the re-raise is a no-op.
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    DrainingServer(config).run()
 
 
 def _check(argv: list[str]) -> int:

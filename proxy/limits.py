@@ -1,13 +1,16 @@
-"""Per-upstream concurrency bound with a bounded wait queue.
+"""Per-upstream concurrency bound with a bounded, first-come-first-served wait queue.
 
 A sidecar in front of a GPU server normally carries hundreds of concurrent
 streams, so the defaults are high; the bound exists to stop abuse. Past the
 queue, or after waiting too long, the client gets 429 with Retry-After.
+A freed slot is handed straight to the oldest waiter, so a newcomer never
+overtakes the queue and a waiter that timed out never swallows a wake-up.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from dataclasses import dataclass, field
 
 from proxy.errors import ApiError
@@ -16,8 +19,7 @@ from proxy.errors import ApiError
 @dataclass
 class _Gate:
     active: int = 0
-    waiting: int = 0
-    freed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    waiters: deque[asyncio.Future[None]] = field(default_factory=deque)
 
 
 class Limiter:
@@ -31,31 +33,47 @@ class Limiter:
         gate = self._gates.get(key)
         return gate.active if gate else 0
 
+    def waiting(self, key: str) -> int:
+        gate = self._gates.get(key)
+        return len(gate.waiters) if gate else 0
+
+    def snapshot(self) -> dict[str, tuple[int, int]]:
+        """key -> (active, waiting), for the metrics scrape."""
+        return {key: (gate.active, len(gate.waiters)) for key, gate in self._gates.items()}
+
     async def acquire(self, key: str) -> None:
+        """Take a slot, waiting in line if needed; ApiError 429 when the line is full or slow."""
         gate = self._gates.setdefault(key, _Gate())
-        if gate.active < self.max_active:
+        if gate.active < self.max_active and not gate.waiters:
             gate.active += 1
             return
-        if gate.waiting >= self.max_waiting:
+        if len(gate.waiters) >= self.max_waiting:
             raise self._busy()
-        gate.waiting += 1
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        gate.waiters.append(turn)
         try:
-            async with gate.freed:
-                await asyncio.wait_for(
-                    gate.freed.wait_for(lambda: gate.active < self.max_active),
-                    self.wait_timeout)
-                gate.active += 1
-        except TimeoutError:
-            raise self._busy() from None
-        finally:
-            gate.waiting -= 1
+            await asyncio.wait_for(asyncio.shield(turn), self.wait_timeout)
+        except BaseException as exc:
+            if turn.done() and not turn.cancelled():
+                # The slot was handed over just as we gave up: pass it on.
+                self._release(gate)
+            else:
+                turn.cancel()
+                gate.waiters.remove(turn)
+            if isinstance(exc, TimeoutError):
+                raise self._busy() from None
+            raise
 
     async def release(self, key: str) -> None:
-        gate = self._gates[key]
+        self._release(self._gates[key])
+
+    def _release(self, gate: _Gate) -> None:
+        while gate.waiters:
+            turn = gate.waiters.popleft()
+            if not turn.done():
+                turn.set_result(None)  # the slot changes hands; `active` stays the same
+                return
         gate.active -= 1
-        if gate.waiting:
-            async with gate.freed:
-                gate.freed.notify()
 
     def _busy(self) -> ApiError:
         return ApiError(429, "too many concurrent requests to this upstream; retry shortly",

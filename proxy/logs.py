@@ -1,23 +1,42 @@
 """Log setup: one JSON object per line (default) or plain text.
 
 Request records arrive as `extra={"record": {...}}` from telemetry; they are
-merged into the JSON line. Nothing here ever sees an API key: records hold
-none, and upstream errors are logged by message only.
+merged into the JSON line. Records hold no key, and upstream errors are logged
+by message only; as a last line of defence every configured secret (client
+keys, upstream keys) is masked in the finished line, whatever logged it.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
 
 import orjson
 
-_STD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message"}
+MASK = "[redacted]"
+# Short strings would mask ordinary words; real keys are long.
+_MIN_SECRET = 8
 
 
-class JsonFormatter(logging.Formatter):
+class _Masking(logging.Formatter):
+    """Replaces each secret in the formatted line; longest first, so none leaks in part."""
+
+    def __init__(self, fmt: str | None = None, secrets: Iterable[str] = ()) -> None:
+        super().__init__(fmt)
+        self.secrets = sorted({s for s in secrets if len(s) >= _MIN_SECRET}, key=len,
+                              reverse=True)
+
+    def mask(self, line: str) -> str:
+        for secret in self.secrets:
+            if secret in line:
+                line = line.replace(secret, MASK)
+        return line
+
+
+class JsonFormatter(_Masking):
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
             "ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(
@@ -31,24 +50,25 @@ class JsonFormatter(logging.Formatter):
             line.update(extra)
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
-        return orjson.dumps(line, default=str).decode()
+        return self.mask(orjson.dumps(line, default=str).decode())
 
 
-class TextFormatter(logging.Formatter):
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+class TextFormatter(_Masking):
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s", secrets)
 
     def format(self, record: logging.LogRecord) -> str:
         base = super().format(record)
         extra = getattr(record, "record", None)
         if isinstance(extra, dict):
             base += " " + " ".join(f"{k}={v}" for k, v in extra.items())
-        return base
+        return self.mask(base)
 
 
-def setup_logging(level: str, fmt: str) -> None:
+def setup_logging(level: str, fmt: str, secrets: Iterable[str] = ()) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    handler.setFormatter(JsonFormatter(secrets=secrets) if fmt == "json"
+                         else TextFormatter(secrets))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

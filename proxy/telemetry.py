@@ -1,7 +1,9 @@
 """One record per request, and where it goes: the log line and the counters.
 
 Routes fill a `RequestRecord` as they go and hand it over once, at the end;
-they never format log lines or touch metrics themselves.
+they never format log lines or touch metrics themselves. Records hold no
+headers and no prompt, so neither a key nor a conversation can reach a log
+line from here; upstream URLs lose any `user:password@` before they are shown.
 """
 
 from __future__ import annotations
@@ -9,8 +11,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
+from proxy.metrics import LiveState, Metrics, reason_label
 from proxy.types import Observation
 
 
@@ -36,23 +40,130 @@ class RequestRecord:
     changes: list[str] = field(default_factory=list)
 
     def as_log(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, [], 0, 0.0, False)
-                or k in ("status", "request_id", "endpoint")}
+        out = {k: v for k, v in asdict(self).items() if v not in (None, [], 0, 0.0, False)
+               or k in ("status", "request_id", "endpoint")}
+        if self.upstream:
+            out["upstream"] = redact_url(self.upstream)
+        return out
+
+
+def redact_url(url: str) -> str:
+    """`http://user:secret@host:1/x` -> `http://host:1/x`: credentials never get shown."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+class StoreView(Protocol):
+    """What telemetry reads off the capability store (proxy/capabilities/store.py)."""
+
+    generation: int
+
+    def last_error(self) -> str | None: ...
+
+
+class LimiterView(Protocol):
+    def snapshot(self) -> dict[str, tuple[int, int]]: ...
+
+
+class _ReloadWatch:
+    """Counts bad versions of the file by watching `last_error()` change.
+
+    Polled on every finished request and every scrape: the store reloads at
+    most once per check interval, and only while requests arrive, so this sees
+    each bad edit the proxy acted on.
+    """
+
+    def __init__(self, store: StoreView) -> None:
+        self.store = store
+        self.errors = 0
+        self._seen: str | None = None
+
+    def poll(self) -> str | None:
+        error = self.store.last_error()
+        if error is not None and error != self._seen:
+            self.errors += 1
+        self._seen = error
+        return error
 
 
 class Telemetry:
-    def __init__(self, logger: logging.Logger | None = None) -> None:
+    def __init__(self, logger: logging.Logger | None = None, *, max_models: int = 200) -> None:
         self.log = logger or logging.getLogger("toolshim")
+        self.metrics = Metrics(max_models=max_models)
+        self._watch: _ReloadWatch | None = None
+        self._limiter: LimiterView | None = None
+
+    def bind(self, store: StoreView, limiter: LimiterView) -> None:
+        """Read reloads and upstream queues from these at scrape time (called in the lifespan)."""
+        self._watch = _ReloadWatch(store)
+        self._limiter = limiter
+        self.metrics.read_live(self._live)
 
     def request_done(self, record: RequestRecord,
                      observations: Sequence[Observation] = ()) -> None:
+        if self._watch is not None:
+            self._watch.poll()
+        self._count(record, observations)
         self.log.info("request", extra={"record": record.as_log()})
 
     def stream_opened(self) -> None:
         """A stream started (gauge of open streams)."""
+        self.metrics.open_streams.inc()
 
     def stream_closed(self) -> None:
         """A stream ended, any way."""
+        self.metrics.open_streams.dec()
 
     def facts_written(self, count: int) -> None:
         """Learned facts that reached capabilities.yaml."""
+        self.metrics.facts.inc(count)
+
+    def render_metrics(self) -> bytes:
+        """The Prometheus text exposition of this app's registry."""
+        return self.metrics.render()
+
+    def _count(self, record: RequestRecord, observations: Sequence[Observation]) -> None:
+        m = self.metrics
+        model = m.model(record.model)
+        m.requests.labels(model, m.endpoint(record.endpoint), str(record.status)).inc()
+        m.overhead.observe(record.overhead_ms / 1000)
+        if record.upstream_ms:
+            m.upstream_latency.labels(model).observe(record.upstream_ms / 1000)
+        if record.ttft_ms is not None:
+            m.ttft.labels(model).observe(record.ttft_ms / 1000)
+        if record.tools_stripped:
+            m.tools_stripped.labels(model).inc(record.tools_stripped)
+        for obs in observations:
+            self._observe(model, obs)
+
+    def _observe(self, model: str, obs: Observation) -> None:
+        m = self.metrics
+        detail = obs.detail
+        if obs.kind == "call_dropped":
+            m.tool_calls.labels(model, "dropped", m.reason(reason_label(detail.get("reason")))).inc()
+        elif obs.kind == "call_repaired":
+            fixes = detail.get("fixes") or ["unknown"]
+            reason = "+".join(sorted(reason_label(f) for f in fixes))
+            m.tool_calls.labels(model, "repaired", m.reason(reason)).inc()
+        elif obs.kind == "text_calls_recovered":
+            count = detail.get("count", 1)
+            m.tool_calls.labels(model, "recovered", m.reason(reason_label(detail.get("format"))))\
+                .inc(count if isinstance(count, int) and count > 0 else 1)
+        elif obs.kind == "tools_refused":
+            m.retries.labels(model, m.reason(reason_label(detail.get("rung")))).inc()
+        elif obs.kind == "tool_choice_refused":
+            m.retries.labels(model, "native-no-tool-choice").inc()
+
+    def _live(self) -> LiveState | None:
+        if self._watch is None or self._limiter is None:
+            return None
+        error = self._watch.poll()
+        snapshot = self._limiter.snapshot()
+        return LiveState(
+            capability_loads=self._watch.store.generation,
+            capability_reload_errors=self._watch.errors,
+            capability_error=error is not None,
+            upstream_active={redact_url(k): v[0] for k, v in snapshot.items()},
+            upstream_queued={redact_url(k): v[1] for k, v in snapshot.items()})

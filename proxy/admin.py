@@ -1,0 +1,57 @@
+"""GET /admin/capabilities: what the proxy would do for every model it knows of.
+
+Read-only. Known models are the exact names under `models:`, the `learned:`
+entries and whatever the upstreams' /v1/models listed; each comes with its
+resolved profile and, per field, where the value came from (`Profile.sources`;
+fields not listed there are built-in defaults). Globs under `models:` are
+shown as patterns, since they only resolve against a concrete name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from proxy.capabilities.schema import is_glob
+from proxy.services import Services
+from proxy.telemetry import redact_url
+
+
+async def admin_capabilities(request: Request) -> Response:
+    svc: Services = request.app.state.services
+    store = svc.store
+    caps = store.capabilities()
+    known: dict[str, list[str]] = {}
+    for name in caps.models:
+        if not is_glob(name):
+            known.setdefault(name, []).append("models")
+    for name in caps.learned:
+        known.setdefault(name, []).append("learned")
+    for name in list(svc.listing):
+        known.setdefault(name, []).append("listing")
+    body: dict[str, Any] = {
+        "file": svc.settings.capabilities,
+        "generation": store.generation,
+        "last_reload_error": store.last_error(),
+        "patterns": [name for name in caps.models if is_glob(name)],
+        "models": {name: _describe(svc, name, origins) for name, origins in sorted(known.items())},
+    }
+    return Response(orjson.dumps(body, option=orjson.OPT_INDENT_2),
+                    media_type="application/json")
+
+
+def _describe(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:
+    profile = svc.store.profile(name)
+    fields = asdict(profile)
+    sources = dict(fields.pop("sources"))
+    fields.pop("model")
+    return {
+        "known_from": origins,
+        "upstream": redact_url(svc.pick_upstream(name).root),
+        "profile": fields,
+        "sources": {key: sources.get(key, "built-in default") for key in fields},
+    }
