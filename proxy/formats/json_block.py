@@ -130,9 +130,10 @@ def line_end_after(text: str, pos: int) -> int | None:
     stripped = True
     while stripped:
         stripped = False
+        ahead = skip_space(text, pos)  # the orphan close may sit on the next line
         for token in TRAILERS:
-            if text.startswith(token, pos):
-                pos = skip_space(text, pos + len(token), " \t")
+            if text.startswith(token, ahead):
+                pos = skip_space(text, ahead + len(token), " \t")
                 stripped = True
     if pos == len(text):
         return pos
@@ -181,7 +182,16 @@ def generic_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     """A bare or fenced JSON call block starting at a line start."""
     if text.startswith(("{", "["), skip_space(text, at, " \t")):
         return bare_block(text, at, tools)
-    return fence_block(text, at, tools)
+    block = fence_block(text, at, tools)
+    opener = _FENCE_OPEN.match(text, at)
+    if block is not None or opener is None or opener.group(2).lower() not in _JSON_INFO:
+        return block
+    # A JSON fence that is not exactly a call is data shown to the reader:
+    # nothing inside it is parsed (a call among other lines is an example).
+    close = re.compile(r"(?m)^[ \t]{0,3}" + re.escape(opener.group(1)) + r"[^\n]*$")
+    found = close.search(text, opener.end())
+    end = found.end() if found is not None else len(text)
+    return Block(at, end, (), text[at:end])
 
 
 def render_json_calls(calls: Sequence[ParsedCall]) -> str:
