@@ -155,6 +155,9 @@ class DrainMiddleware:
             await self.app(scope, receive, send)
             return
         progress = _Progress()
+        if self.drain.cut:  # past the grace: nothing new starts
+            await _end_cut(send, progress)
+            return
 
         async def tracking_send(message: Message) -> None:
             progress.see(message)

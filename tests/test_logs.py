@@ -1,0 +1,151 @@
+"""Log lines: one JSON object per request, the fields promised, and never a secret."""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from proxy.app import create_app
+from proxy.logs import MASK, JsonFormatter, TextFormatter, setup_logging
+from proxy.settings import Settings
+from proxy.telemetry import RequestRecord, Telemetry, redact_url
+from support.fake_ollama import FakeOllama, Reply, tool_call
+
+KEY = "tsk-live-0123456789abcdef"
+UPSTREAM_KEY = "upstream-secret-987654321"
+PROMPT = "my very private prompt about the merger"
+WEATHER = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}}}}]
+
+
+def emit(formatter: logging.Formatter, msg: str, record: dict[str, Any] | None = None) -> str:
+    rec = logging.LogRecord("toolshim", logging.INFO, __file__, 1, msg, None, None)
+    if record is not None:
+        rec.record = record
+    return formatter.format(rec)
+
+
+def test_json_line_merges_the_request_record() -> None:
+    line = orjson.loads(emit(JsonFormatter(), "request", {"request_id": "r1", "status": 200}))
+    assert line["msg"] == "request" and line["level"] == "info"
+    assert line["request_id"] == "r1" and line["status"] == 200
+    assert line["ts"].endswith("Z")
+
+
+def test_secrets_are_masked_whatever_logged_them() -> None:
+    formatter = JsonFormatter(secrets=[KEY, "short"])
+    line = emit(formatter, f"upstream said: bad key {KEY}", {"error": f"Bearer {KEY}"})
+    assert KEY not in line and line.count(MASK) == 2
+    assert "short" not in emit(formatter, "x") and orjson.loads(line)
+    text = TextFormatter([KEY]).format(logging.LogRecord("t", 20, "", 1, KEY, None, None))
+    assert KEY not in text and MASK in text
+
+
+def test_short_strings_are_never_treated_as_secrets() -> None:
+    assert emit(JsonFormatter(secrets=["a", "info"]), "info about a").count(MASK) == 0
+
+
+def test_text_format_appends_key_value_pairs() -> None:
+    line = emit(TextFormatter(), "request", {"request_id": "r1", "status": 200})
+    assert line.endswith("request request_id=r1 status=200")
+
+
+def test_upstream_credentials_never_reach_the_record() -> None:
+    record = RequestRecord("r", "models", upstream="https://user:pa55word@host:8000")
+    assert record.as_log()["upstream"] == "https://host:8000"
+    assert redact_url("http://host:11434") == "http://host:11434"
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    access = logging.getLogger("uvicorn.access").disabled
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    logging.getLogger("uvicorn.access").disabled = access
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_setup_logging_installs_one_handler_and_silences_access_lines() -> None:
+    setup_logging("warning", "text", [KEY])
+    root = logging.getLogger()
+    assert len(root.handlers) == 1 and isinstance(root.handlers[0].formatter, TextFormatter)
+    assert root.level == logging.WARNING
+    assert logging.getLogger("uvicorn.access").disabled
+
+
+@pytest.fixture
+def captured(restore_logging: None) -> Iterator[io.StringIO]:
+    """Everything any logger writes during the test, as JSON lines, with no masking."""
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG)
+    yield out
+
+
+async def test_one_json_line_per_request_with_no_secret_in_any_line(
+        captured: io.StringIO, fake: FakeOllama, fake_url: str,
+        make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEST_UPSTREAM_KEY", UPSTREAM_KEY)
+    settings = make_settings(api_keys=(KEY,), probe=False,
+                             upstream_key_envs=((fake_url, "TEST_UPSTREAM_KEY"),))
+    fake.reply("qwen3:8b", Reply(tool_calls=[tool_call("nope", {"a": 1})]))
+    fake.reply("qwen3:8b", Reply(content=["fine"]))
+    app = create_app(settings, Telemetry(logging.getLogger("toolshim")))
+    auth = {"authorization": f"Bearer {KEY}", "x-request-id": "req-one"}
+    body = {"model": "qwen3:8b", "messages": [{"role": "user", "content": PROMPT}],
+            "tools": WEATHER}
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            first = await http.post("/v1/chat/completions", json=body, headers=auth)
+            second = await http.post("/v1/chat/completions", json={**body, "stream": True},
+                                     headers={"authorization": f"Bearer {KEY}"})
+            await http.post("/v1/chat/completions", json=body,
+                            headers={"authorization": f"Bearer {UPSTREAM_KEY}"})
+    assert first.status_code == 200 and second.status_code == 200
+    text = captured.getvalue()
+    assert KEY not in text and UPSTREAM_KEY not in text and PROMPT not in text
+    lines = [orjson.loads(line) for line in text.splitlines()]
+    requests = [line for line in lines if line["msg"] == "request"]
+    assert len(requests) == 2  # the third never got past auth
+    one, two = requests
+    assert one["request_id"] == "req-one" and two["request_id"] == second.headers["x-request-id"]
+    for line in requests:
+        assert line["model"] == "qwen3:8b" and line["upstream"] == fake_url
+        assert line["status"] == 200 and line["endpoint"] == "chat.completions"
+        assert line["duration_ms"] > 0 and "overhead_ms" in line and "upstream_ms" in line
+    assert one["calls_dropped"] == 1
+    assert two["stream"] is True and "ttft_ms" in two
+
+
+async def test_text_format_line_per_request(restore_logging: None,
+                                            make_settings: Callable[..., Settings]) -> None:
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(TextFormatter())
+    logger = logging.getLogger("toolshim.test.text")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    app = create_app(make_settings(probe=False), Telemetry(logger))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            await http.post("/v1/chat/completions", json={
+                "model": "qwen3:8b", "messages": [{"role": "user", "content": PROMPT}]})
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1
+    assert " request request_id=" in lines[0] and "model=qwen3:8b" in lines[0]
+    assert "status=200" in lines[0] and PROMPT not in lines[0]
