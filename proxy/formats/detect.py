@@ -65,6 +65,7 @@ def whole_fence_body(text: str) -> str | None:
 
 # Markers every JSON-ish format shares: they say nothing about which format it is.
 GENERIC_MARKERS = frozenset({"{", "[", "```", "~~~"})
+_GENERIC_START = re.compile(r"(?m)^[ \t]*([{\[]|```|~~~)")
 
 
 def applicable(formats: Sequence[TextFormat], text: str) -> list[TextFormat]:
@@ -75,9 +76,11 @@ def applicable(formats: Sequence[TextFormat], text: str) -> list[TextFormat]:
         fmt for fmt in formats
         if any(marker in text for marker in fmt.markers if marker not in GENERIC_MARKERS)
     ]
+    # Bare JSON / lists / fences only count at a line start (formats.md §5).
+    starts = {match.group(1)[:3] for match in _GENERIC_START.finditer(text)}
     generic = [
         fmt for fmt in formats
-        if fmt not in specific and any(marker in text for marker in fmt.markers)
+        if fmt not in specific and any(marker in starts for marker in fmt.markers)
     ]
     return specific + generic
 

@@ -47,6 +47,7 @@ class StreamRecovery:
         self._buf = ""
         self._line = ""  # prose sent since the last newline: context for the parsers
         self._holding = False
+        self._retry_at = 0
         self._in_think = False
         self._fence: str | None = None  # the opening run of an answer's fence we are inside
         self._at_start = True
@@ -181,6 +182,11 @@ class StreamRecovery:
 
     def _resolve(self) -> list[Item] | None:
         """Release the held block once prose after it settles what it is."""
+        if len(self._buf) < self._retry_at:
+            return None
+        # Each failed try re-parses the whole block: space the tries out so a
+        # long call costs O(n log n), not O(n^2). flush() settles the rest.
+        self._retry_at = len(self._buf) + len(self._buf) // 8
         whole, _ = self._recover(self._buf)
         lines = [q for q in _line_starts(self._buf) if q > self._last_start()]
         lines = [q for q in lines if _has_full_line(self._buf[q:])]
@@ -197,6 +203,7 @@ class StreamRecovery:
         result, name = self._recover(self._buf[:q])
         self._buf = self._buf[q:]
         self._holding = False
+        self._retry_at = 0
         return self._result(result, name)
 
     def _agrees(self, q: int, whole: ParseResult) -> bool:

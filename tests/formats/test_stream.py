@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sample_corpus import SCHEMAS
+
+from proxy.formats import FORMATS, recover
+from proxy.formats.base import ParsedCall
+from proxy.formats.detect import GENERIC_MARKERS
+from proxy.formats.stream import Item, StreamRecovery
+
+W = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+OSLO = ParsedCall("get_weather", {"city": "Oslo"})
+LONGEST = max(len(m) for f in FORMATS.values() for m in f.markers if m not in GENERIC_MARKERS)
+
+
+def _feed_all(parser: StreamRecovery, pieces: list[str]) -> list[Item]:
+    out: list[Item] = []
+    for piece in pieces:
+        out += parser.feed(piece)
+    return out + parser.flush()
+
+
+def _text(items: list[Item]) -> str:
+    return "".join(i for i in items if isinstance(i, str))
+
+
+PROSE = st.text(alphabet="abcdefg XYZ.,!?'\"-:;()0123456789\n", max_size=200)
+
+
+@settings(max_examples=200, deadline=None)
+@given(PROSE, st.lists(st.integers(1, 20), max_size=30))
+def test_prose_without_markers_is_never_held_beyond_a_marker_prefix(text: str, sizes: list[int]) -> None:
+    parser = StreamRecovery(SCHEMAS, keep_reasoning=True)
+    sent, pos = "", 0
+    for size in sizes or [len(text)]:
+        piece = text[pos:pos + size]
+        pos += len(piece)
+        sent += _text(parser.feed(piece))
+        assert text[:pos].startswith(sent)
+        assert pos - len(sent) <= LONGEST
+    sent += _text(parser.feed(text[pos:])) + _text(parser.flush())
+    assert sent == text
+
+
+def test_text_before_a_call_goes_out_before_the_call_completes() -> None:
+    parser = StreamRecovery(SCHEMAS, keep_reasoning=True)
+    assert parser.feed("Let me check the weather.\n<tool_") == ["Let me check the weather.\n"]
+    assert parser.feed('call>\n{"name": "get_weather", ') == []
+    assert parser.feed('"arguments": {"city": "Oslo"}}\n</tool_call>\nDone!\n') == [OSLO, "Done!\n"]
+    assert parser.flush() == []
+    assert parser.format == "hermes"
+
+
+def test_answer_fence_after_prose_streams_without_holding() -> None:
+    parser = StreamRecovery(SCHEMAS, keep_reasoning=True)
+    out = parser.feed("Here is the format:\n\n```xml\n<tool_call>\n" + W + "\n")
+    assert _text(out) == "Here is the format:\n\n```xml\n<tool_call>\n" + W + "\n"
+    rest = parser.feed("</tool_call>\n```\nThat is all.") + parser.flush()
+    assert all(isinstance(i, str) for i in rest)
+
+
+def test_unterminated_block_with_complete_json_is_a_call_at_the_end() -> None:
+    items = _feed_all(StreamRecovery(SCHEMAS, keep_reasoning=True), ["<tool_call>\n", W])
+    assert items == [OSLO]
+
+
+def test_truncated_block_is_released_as_text_at_the_end() -> None:
+    raw = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Os'
+    assert _text(_feed_all(StreamRecovery(SCHEMAS, keep_reasoning=True), [raw[:7], raw[7:]])) == raw
+
+
+def test_json_data_on_its_own_line_is_released_once_closed() -> None:
+    parser = StreamRecovery(SCHEMAS, keep_reasoning=True)
+    out = parser.feed('Config:\n{"debug": true,\n "level": 3}\nNext line\n')
+    assert _text(out) == 'Config:\n{"debug": true,\n "level": 3}\nNext line\n'
+
+
+def test_brace_mid_sentence_is_not_held() -> None:
+    parser = StreamRecovery(SCHEMAS, keep_reasoning=True)
+    assert _text(parser.feed('Use {"name": "get_weather"')) == 'Use {"name": "get_weather"'
+
+
+def test_reasoning_is_dropped_or_kept_but_never_parsed() -> None:
+    text = "<think>maybe <tool_call>" + W + "</tool_call></think>Answer."
+    dropped = _feed_all(StreamRecovery(SCHEMAS), [text[:9], text[9:30], text[30:]])
+    assert dropped == ["Answer."]
+    kept = _feed_all(StreamRecovery(SCHEMAS, keep_reasoning=True), [text[:9], text[9:30], text[30:]])
+    assert _text(kept) == text and all(isinstance(i, str) for i in kept)
+
+
+def test_no_tools_offered_means_no_calls() -> None:
+    items = _feed_all(StreamRecovery({}, keep_reasoning=True), ["<tool_call>" + W + "</tool_call>"])
+    assert items == ["<tool_call>" + W + "</tool_call>"]
+
+
+NASTY = [
+    "Intro\n<tool_call>\n" + W + "\n</tool_call>\n<tool_call>\n" + W + "\n</tool_call>\nbye",
+    "The <tool_call> tag is special.\n\n" + W + "\n",
+    "```python\nx = [1]\n```\n" + W,
+    "a\n```json\n" + W + "\n```\nb\n```json\n{\"x\": 1}\n```\n",
+    "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"}\nok\n[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Ro",
+    "<|python_tag|>" + W.replace("arguments", "parameters") + "<|eom_id|>",
+    "x `" + W + "` y\n" + W,
+    "all\nsome text",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(NASTY), st.lists(st.integers(0, 300), max_size=8))
+def test_split_invariance_on_nasty_texts(text: str, cuts: list[int]) -> None:
+    bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
+    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    items = _feed_all(StreamRecovery(SCHEMAS, keep_reasoning=True), pieces)
+    whole, _ = recover(text, SCHEMAS, keep_reasoning=True)
+    assert [i for i in items if isinstance(i, ParsedCall)] == list(whole.calls)
+    assert " ".join(_text(items).split()) == " ".join((whole.text or "").split())
