@@ -46,11 +46,13 @@ FORMATS: dict[str, TextFormat] = {
 
 # Special-token formats first (a marker that cannot be prose), text tags next,
 # bare JSON / Python last: they also match what the others leave behind.
+# json_block has only generic markers, so leading here only makes it the name
+# reported for bare JSON and fences (detect.applicable tries generic last).
 _ORDER = (
-    "kimi_k2", "deepseek_v32", "deepseek_v31", "deepseek_v3", "gpt_oss", "command_r7b",
+    "json_block", "kimi_k2", "deepseek_v32", "deepseek_v31", "deepseek_v3", "gpt_oss", "command_r7b",
     "internlm2", "apertus", "mistral", "phi4_mini", "lfm2", "minimax_m2", "jamba", "nemotron_v2",
     "functionary", "qwen3_coder_xml", "glm45", "hermes", "granite",
-    "llama3_json", "pythonic", "xlam", "json_block",
+    "llama3_json", "pythonic", "xlam",
 )
 
 

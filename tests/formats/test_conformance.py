@@ -165,5 +165,27 @@ def test_unknown_format_name_lists_the_known_ones() -> None:
 
 
 def test_preferred_format_is_tried_first() -> None:
-    assert format_order("json_block")[0].name == "json_block"
-    assert format_order(None)[0].name != "json_block"
+    assert format_order("mistral")[0].name == "mistral"
+    bare = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+    assert recover(bare, SCHEMAS, "hermes")[1] == "hermes"
+    assert recover(bare, SCHEMAS, "llama3_json")[1] == "llama3_json"
+
+
+def test_specific_marker_beats_a_bare_object_inside_it() -> None:
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    result, name = recover(text, SCHEMAS, "json_block")
+    assert name == "hermes" and result.text is None
+
+
+def test_a_format_that_raises_costs_only_the_recovery() -> None:
+    class Broken:
+        name = "broken"
+        markers = ("<x>",)
+
+        def parse(self, text: str, tools: Any) -> Any:
+            raise RuntimeError("bug")
+
+    from proxy.formats.detect import recover_with
+
+    result, name = recover_with("<x>", SCHEMAS, [Broken()])  # type: ignore[list-item]
+    assert result.text == "<x>" and name is None
