@@ -143,7 +143,7 @@ def _git(root: Path, *args: str) -> str:
 def render(samples: list[Sample], targets: list[Target], notes: list[str], root: Path) -> str:
     """The whole report: header (commit, date, `notes`), table, target checks, errors."""
     rows = aggregate(samples)
-    dirty = " (+ uncommitted changes)" if _git(root, "status", "--porcelain", "proxy") else ""
+    dirty = " (+ uncommitted changes in proxy/)" if _git(root, "status", "--porcelain", "proxy") else ""
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"toolshim bench  commit {_git(root, 'rev-parse', '--short', 'HEAD')}{dirty}"
              f"  {now}  python {platform.python_version()}", *notes,
