@@ -45,6 +45,17 @@ def split_reasoning(text: str) -> list[tuple[str, bool]]:
     return [(piece, reasoning) for piece, reasoning in pieces if piece]
 
 
+def partial_suffix(text: str, markers: tuple[str, ...]) -> int:
+    """Length of the longest suffix of text that is a proper prefix of a marker."""
+    best = 0
+    for marker in markers:
+        for size in range(min(len(marker) - 1, len(text)), best, -1):
+            if text.endswith(marker[:size]):
+                best = size
+                break
+    return best
+
+
 def strip_reasoning(text: str) -> str:
     """The reply without its reasoning: think blocks, or all before an orphan close."""
     close = text.find(THINK_CLOSE)

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from proxy.formats import format_order
 from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.detect import (
-    GENERIC_MARKERS, THINK_BREAKERS, THINK_CLOSE, THINK_OPEN, recover_with, think_end,
+    GENERIC_MARKERS, THINK_BREAKERS, THINK_CLOSE, THINK_OPEN, partial_suffix, recover_with,
+    think_end,
 )
 from proxy.formats.jsonish import scan_json_value
 from proxy.types import JSON
@@ -76,8 +77,6 @@ class StreamRecovery:
         self._buf = ""
         return out
 
-    # --- modes -------------------------------------------------------------
-
     def _pump(self, resolve: bool) -> list[Item]:
         out: list[Item] = []
         if self._undecided and not self._decide():
@@ -112,7 +111,7 @@ class StreamRecovery:
     def _think_step(self) -> list[Item]:
         end = think_end(self._buf, 0)
         if end is None:
-            keep = len(self._buf) - _partial(self._buf, (THINK_CLOSE, *THINK_BREAKERS))
+            keep = len(self._buf) - partial_suffix(self._buf, (THINK_CLOSE, *THINK_BREAKERS))
             return self._reasoning(keep)
         self._in_think = False
         return self._reasoning(end[1])
@@ -177,7 +176,7 @@ class StreamRecovery:
         partial = _PARTIAL_FENCE.search(source)
         if partial is not None and partial.start(1) >= len(self._line):
             found.append((partial.start(1) - len(self._line), "partial"))
-        found.append((len(buf) - _partial(buf, self._markers), "partial"))
+        found.append((len(buf) - partial_suffix(buf, self._markers), "partial"))
         return min(found)
 
     def _resolve(self) -> list[Item] | None:
@@ -251,8 +250,6 @@ class StreamRecovery:
             last = max(last, match.start(1))
         return last
 
-    # --- output ------------------------------------------------------------
-
     def _recover(self, block: str) -> tuple[ParseResult, str | None]:
         return recover_with(self._line + block, self._tools, self._order, self._at_start)
 
@@ -280,17 +277,6 @@ class StreamRecovery:
         """Reasoning goes on verbatim (keep_reasoning) or is dropped; it is never parsed."""
         text, self._buf = self._buf[:size], self._buf[size:]
         return [text] if self._keep and text else []
-
-
-def _partial(text: str, markers: tuple[str, ...]) -> int:
-    """Length of the longest suffix of text that is a proper prefix of a marker."""
-    best = 0
-    for marker in markers:
-        for size in range(min(len(marker) - 1, len(text)), best, -1):
-            if text.endswith(marker[:size]):
-                best = size
-                break
-    return best
 
 
 def _line_starts(text: str) -> list[int]:

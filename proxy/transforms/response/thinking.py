@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.formats.detect import THINK_BREAKERS, THINK_CLOSE, THINK_OPEN
+from proxy.formats.detect import THINK_BREAKERS, THINK_CLOSE, THINK_OPEN, partial_suffix
 from proxy.types import Chunk, Observation, ReasoningPolicy
 
 
@@ -30,7 +30,7 @@ class _Splitter:
             if self.inside:
                 end = _first(buf, (THINK_CLOSE, *THINK_BREAKERS))
                 if end is None:
-                    keep = len(buf) - _partial(buf, (THINK_CLOSE, *THINK_BREAKERS))
+                    keep = len(buf) - partial_suffix(buf, (THINK_CLOSE, *THINK_BREAKERS))
                     reasoning.append(buf[:keep])
                     self.held = buf[keep:]
                     break
@@ -42,7 +42,7 @@ class _Splitter:
                 continue
             found = _first(buf, (THINK_OPEN, THINK_CLOSE))
             if found is None:
-                keep = len(buf) - _partial(buf, (THINK_OPEN, THINK_CLOSE))
+                keep = len(buf) - partial_suffix(buf, (THINK_OPEN, THINK_CLOSE))
                 content.append(buf[:keep])
                 self.held = buf[keep:]
                 break
@@ -113,16 +113,6 @@ class ThinkingSplit:
 def _first(text: str, tags: tuple[str, ...]) -> tuple[int, str] | None:
     found = [(text.find(tag), tag) for tag in tags if tag in text]
     return min(found) if found else None
-
-
-def _partial(text: str, tags: tuple[str, ...]) -> int:
-    best = 0
-    for tag in tags:
-        for size in range(min(len(tag) - 1, len(text)), best, -1):
-            if text.endswith(tag[:size]):
-                best = size
-                break
-    return best
 
 
 def _choice_zero(chunk: Chunk) -> int | None:
