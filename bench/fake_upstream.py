@@ -18,9 +18,7 @@ from email.utils import formatdate
 from typing import cast
 
 import orjson
-
-from fake_answers import (
-    completion_body, content_parts, http_chunk, listing, show, stream_events)
+from fake_answers import completion_body, content_parts, http_chunk, listing, show, stream_events
 
 SLOW_INTERVAL = 0.010
 _CRLF2 = b"\r\n\r\n"

@@ -140,7 +140,7 @@ async def _one(session: aiohttp.ClientSession, url: str, body: bytes, t0: float)
     async with session.post(url, data=body,
                             headers={"content-type": "application/json"}) as resp:
         async for data in resp.content.iter_any():
-            if ttfb != ttfb:
+            if math.isnan(ttfb):
                 ttfb = time.perf_counter() - t0
             tail = (tail + data)[-len(_DONE):]
         status, ctype = resp.status, resp.headers.get("content-type", "")
@@ -159,7 +159,7 @@ async def _worker(session: aiohttp.ClientSession, url: str, body: bytes,
         win.in_flight += 1
         try:
             ttfb = await _one(session, url, body, t0)
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
             win.fail(f"{type(exc).__name__}: {exc}")
             await asyncio.sleep(0.01)  # no hot loop against a dead target
             continue
@@ -211,7 +211,7 @@ async def _measure(win: _Window, spec: LoadSpec, probe: WindowProbe | None) -> N
     win.start = time.perf_counter()
     try:
         await asyncio.wait_for(win.full.wait(), timeout=spec.duration)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
     win.end = time.perf_counter()
     if probe is not None:

@@ -8,6 +8,7 @@ process tree. Linux only. It does not generate load or format results.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -47,16 +48,17 @@ class Child:
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self, cwd: Path) -> None:
-        core = self.core
-
-        def pin() -> None:
-            if core is not None:
-                os.sched_setaffinity(0, {core})
-
+        # taskset rather than a preexec_fn: it pins before the server's first instruction
+        # and is safe whatever threads this process has.
+        argv, taskset = list(self.argv), shutil.which("taskset")
+        if self.core is not None and taskset:
+            argv = [taskset, "-c", str(self.core), *argv]
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                list(self.argv), cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=pin)
+                argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True)
+        if self.core is not None and not taskset:
+            os.sched_setaffinity(self.proc.pid, {self.core})
 
     @property
     def pid(self) -> int:

@@ -13,13 +13,12 @@ import statistics
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from load import LoadResult
 from procs import ServerProbe
 from wrk import WrkResult
-
 
 # Workload names the target checks look up (run.py's WORKLOADS uses them).
 W1_C1, W1_C32, W3 = "W1 small c=1", "W1 small c=32", "W3 200 slow streams"
@@ -136,19 +135,22 @@ def _checks(rows: list[Row]) -> list[str]:
 
 
 def _git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                          check=False)
     return done.stdout.strip()
 
 
 def render(samples: list[Sample], targets: list[Target], notes: list[str], root: Path) -> str:
     """The whole report: header (commit, date, `notes`), table, target checks, errors."""
     rows = aggregate(samples)
-    dirty = " (+ uncommitted changes in proxy/)" if _git(root, "status", "--porcelain", "proxy") else ""
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"toolshim bench  commit {_git(root, 'rev-parse', '--short', 'HEAD')}{dirty}"
-             f"  {now}  python {platform.python_version()}", *notes,
-             "per s = req/s (W1) or streams/s; ratio = per s / direct; +p50/+p99 = added"
-             " latency ms; cpu = proxy CPU ms per request or stream",
+    changed = _git(root, "status", "--porcelain", "proxy")
+    dirty = " (+ uncommitted changes in proxy/)" if changed else ""
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    commit = _git(root, "rev-parse", "--short", "HEAD")
+    lines = [f"toolshim bench  commit {commit}{dirty}  {now}  python {platform.python_version()}",
+             *notes,
+             ("per s = req/s (W1) or streams/s; ratio = per s / direct; +p50/+p99 = added"
+              " latency ms; cpu = proxy CPU ms per request or stream"),
              "targets: " + ", ".join(f"{t.name}={t.url}" for t in targets), ""]
     lines.append(" ".join(n.rjust(w) if i > 1 else n.ljust(w)
                           for i, (n, w) in enumerate(_COLUMNS)))

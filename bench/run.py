@@ -133,8 +133,8 @@ def _notes(args: argparse.Namespace, pinned: bool, load_before: str) -> list[str
         "NOT PINNED (fewer than 2 cores): numbers are not comparable")
     load_after = " ".join(f"{x:.1f}" for x in os.getloadavg())
     return [f"{args.rounds} rounds x {args.duration:g} s per run (W3 x1.5), medians; {pin}",
-            f"load average before {load_before}, after {load_after}"
-            " (other work on this machine skews every number)"]
+            (f"load average before {load_before}, after {load_after}"
+             " (other work on this machine skews every number)")]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

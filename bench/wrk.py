@@ -60,7 +60,7 @@ def parse(report: str) -> WrkResult:
     if done is None:
         raise ValueError(f"unexpected wrk output: {report[-300:]!r}")
     pct = {q: float(v) * _UNIT[u] for q, v, u in
-           re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", report, re.M)}
+           re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", report, re.MULTILINE)}
     errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", report))
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", report)
     errors += int(non2xx.group(1)) if non2xx else 0
