@@ -124,7 +124,8 @@ class _Relay:
             yield self._end()
         except ApiError as exc:
             status, self.error = exc.status, exc.message
-            yield self._flush() + _error_frame(exc.message, exc.status, exc.code) + DONE_FRAME
+            yield self._flush(failed=True) + _error_frame(exc.message, exc.status, exc.code) \
+                + DONE_FRAME
         finally:
             with anyio.CancelScope(shield=True):
                 await self.response.aclose()
@@ -172,13 +173,17 @@ class _Relay:
             err = chunk["error"]
             message = err.get("message") if isinstance(err, dict) else str(err)
             self.error = str(message)
-            return [self._flush(), _error_frame(str(message), 500, None)]
+            return [self._flush(failed=True), _error_frame(str(message), 500, None)]
         return [encode_data(orjson.dumps(c)) for c in self.pipeline.feed(chunk)]
 
-    def _flush(self) -> bytes:
+    def _flush(self, failed: bool = False) -> bytes:
+        """Emit what the stages still hold; after a failure, no made-up finish chunk."""
         if not self.decode:
             return b""
-        return b"".join(encode_data(orjson.dumps(c)) for c in self.pipeline.flush())
+        chunks = self.pipeline.flush()
+        if failed:
+            chunks = [c for c in chunks if not _finishes(c)]
+        return b"".join(encode_data(orjson.dumps(c)) for c in chunks)
 
     def _end(self) -> bytes:
         tail = b"".join(self._handle(event) for event in self.decoder.flush()) + self._flush()
@@ -186,6 +191,10 @@ class _Relay:
             return tail + DONE_FRAME
         self.error = "upstream closed the stream before it finished"
         return tail + _error_frame(self.error, 502, "upstream_incomplete") + DONE_FRAME
+
+
+def _finishes(chunk: Chunk) -> bool:
+    return any(choice.get("finish_reason") for choice in chunk.get("choices") or ())
 
 
 def _error_frame(message: str, status: int, code: str | None) -> bytes:

@@ -1,0 +1,117 @@
+"""Learning end to end: refusal -> retry -> learned: entry -> next request goes straight."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import openai
+from ruamel.yaml import YAML
+
+from proxy.app import create_app
+from proxy.settings import Settings
+from support.fake_ollama import FakeOllama
+from support.servers import serve
+
+TOOLS: list[Any] = [{"type": "function", "function": {
+    "name": "get_weather",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+MSG: list[Any] = [{"role": "user", "content": "hi"}]
+PERSON = """# my notes: keep this comment
+version: 1
+defaults:
+  tools: auto   # inline comment
+
+models:
+  "qwen3*":
+    max_tools: 10
+"""
+
+
+def _learned(path: Path) -> dict[str, Any]:
+    data = YAML(typ="safe").load(path.read_text())
+    return dict(data.get("learned") or {})
+
+
+def _wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_refusal_is_retried_learned_and_remembered(
+        fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
+    caps_path.write_text(PERSON)
+    settings = make_settings(probe=False)
+    with serve(create_app(settings)) as url:
+        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        raw = sdk.chat.completions.with_raw_response.create(
+            model="gemma3:4b", messages=MSG, tools=TOOLS)
+        assert raw.parse().choices[0].message.content == "Hello from gemma3:4b"
+        assert raw.headers["x-toolshim-rung"] == "off"
+        assert raw.headers["x-toolshim-retries"] == "1"
+        sent = fake.chat_requests()
+        assert "tools" in sent[0] and "tools" not in sent[1]
+
+        _wait_for(lambda: "gemma3:4b" in _learned(caps_path))
+        entry = _learned(caps_path)["gemma3:4b"]
+        assert entry["tools"] == "off" and entry["source"] == "runtime_error"
+        assert "does not support tools" in entry["evidence"]
+        assert caps_path.read_text().startswith(PERSON)  # the person's part, byte for byte
+
+        before = len(fake.chat_requests())
+        again = sdk.chat.completions.with_raw_response.create(
+            model="gemma3:4b", messages=MSG, tools=TOOLS)
+        assert "x-toolshim-retries" not in again.headers
+        assert len(fake.chat_requests()) == before + 1
+        assert "tools" not in fake.chat_requests()[-1]
+
+    # A restarted proxy applies the fact from the file at once.
+    with serve(create_app(settings)) as url:
+        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        before = len(fake.chat_requests())
+        sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)
+        assert len(fake.chat_requests()) == before + 1
+        assert "tools" not in fake.chat_requests()[-1]
+
+
+def test_a_persons_entry_wins_over_learning(
+        fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
+    caps_path.write_text('version: 1\nmodels:\n  "gemma3:4b":\n    tools: native\n')
+    with serve(create_app(make_settings(probe=False))) as url:
+        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        try:
+            sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)
+        except openai.BadRequestError as exc:
+            assert "does not support tools" in str(exc)
+        else:
+            raise AssertionError("native was overruled")
+    assert "gemma3:4b" not in _learned(caps_path)
+
+
+def test_probe_learns_before_the_first_request(
+        fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
+    with serve(create_app(make_settings())) as url:
+        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)
+        # /api/show said no "tools": the first request already went without them.
+        assert [("tools" in r) for r in fake.chat_requests()] == [False]
+        _wait_for(lambda: "gemma3:4b" in _learned(caps_path))
+        assert _learned(caps_path)["gemma3:4b"]["source"] == "probe"
+
+
+def test_other_errors_are_not_mistaken_for_refusals(
+        fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
+    with serve(create_app(make_settings(probe=False))) as url:
+        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        try:
+            sdk.chat.completions.create(model="nosuch", messages=MSG, tools=TOOLS)
+        except openai.NotFoundError:
+            pass
+        else:
+            raise AssertionError("404 expected")
+    assert len(fake.chat_requests()) == 1
+    assert _learned(caps_path) == {}

@@ -1,0 +1,139 @@
+"""Tool calling end to end: checks, recovery, emulation, through the openai SDK."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import pytest
+
+from support.fake_ollama import FakeOllama, Reply, tool_call
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"], "additionalProperties": False}}}
+READ = {"type": "function", "function": {
+    "name": "read_file",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                   "required": ["path"]}}}
+TOOLS: list[Any] = [WEATHER, READ]
+MSG: list[Any] = [{"role": "user", "content": "weather in Tokyo?"}]
+
+
+def _streamed_calls(stream: Any) -> tuple[dict[int, dict[str, str]], str | None, str]:
+    """Assemble tool calls the way SDK users do: by index, ids/names once, args appended."""
+    calls: dict[int, dict[str, str]] = {}
+    finish, text = None, ""
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        choice = chunk.choices[0]
+        text += choice.delta.content or ""
+        for tc in choice.delta.tool_calls or []:
+            call = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+            if tc.id:
+                assert not call["id"], "id sent twice for one call"
+                call["id"] = tc.id
+            if tc.function and tc.function.name:
+                assert not call["name"], "name sent twice for one call"
+                call["name"] = tc.function.name
+            if tc.function and tc.function.arguments:
+                call["arguments"] += tc.function.arguments
+        finish = choice.finish_reason or finish
+    return calls, finish, text
+
+
+def test_valid_call_passes_and_hallucinated_one_is_dropped(fake: FakeOllama,
+                                                           client: openai.OpenAI) -> None:
+    fake.reply("qwen3:8b", Reply(tool_calls=[
+        tool_call("get_weather", {"city": "Tokyo"}, "call_aaaaaaaa"),
+        tool_call("launch_rockets", {"count": 3}, "call_bbbbbbbb")]))
+    raw = client.chat.completions.with_raw_response.create(model="qwen3:8b", messages=MSG,
+                                                           tools=TOOLS)
+    done = raw.parse()
+    calls = done.choices[0].message.tool_calls or []
+    assert [(c.function.name, c.function.arguments) for c in calls] == [
+        ("get_weather", '{"city":"Tokyo"}')]
+    assert done.choices[0].finish_reason == "tool_calls"
+    assert raw.headers["x-toolshim-calls-dropped"] == "1"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_all_invalid_calls_end_as_stop(fake: FakeOllama, client: openai.OpenAI,
+                                       stream: bool) -> None:
+    fake.reply("qwen3:8b", Reply(tool_calls=[
+        tool_call("get_weather", '{"city": "Tok', "call_aaaaaaaa"),          # broken JSON
+        tool_call("get_weather", {"town": "Tokyo"}, "call_bbbbbbbb"),        # schema-invalid
+        tool_call("rm_rf", {}, "call_cccccccc")]))                           # not offered
+    if stream:
+        calls, finish, _ = _streamed_calls(client.chat.completions.create(
+            model="qwen3:8b", messages=MSG, tools=TOOLS, stream=True))
+        assert calls == {} and finish == "stop"
+    else:
+        done = client.chat.completions.create(model="qwen3:8b", messages=MSG, tools=TOOLS)
+        assert not done.choices[0].message.tool_calls
+        assert done.choices[0].finish_reason == "stop"
+
+
+def test_ollama_index_zero_calls_become_distinct(fake: FakeOllama,
+                                                 client: openai.OpenAI) -> None:
+    # Ollama streams every call whole with index 0 (and old versions repeat ids).
+    fake.reply("qwen3:8b", Reply(tool_calls=[
+        tool_call("get_weather", {"city": "Tokyo"}, "call_samesame", 0),
+        tool_call("read_file", {"path": "/etc/hosts"}, "call_samesame", 0)]))
+    calls, finish, _ = _streamed_calls(client.chat.completions.create(
+        model="qwen3:8b", messages=MSG, tools=TOOLS, stream=True))
+    assert finish == "tool_calls"
+    assert sorted(calls) == [0, 1]
+    assert [calls[i]["name"] for i in (0, 1)] == ["get_weather", "read_file"]
+    assert calls[0]["id"] != calls[1]["id"]
+
+
+def test_parallel_false_keeps_first_call(fake: FakeOllama, client: openai.OpenAI) -> None:
+    fake.reply("qwen3:8b", Reply(tool_calls=[
+        tool_call("get_weather", {"city": "Tokyo"}, "call_1"),
+        tool_call("get_weather", {"city": "Paris"}, "call_2", 1)]))
+    done = client.chat.completions.create(model="qwen3:8b", messages=MSG, tools=TOOLS,
+                                          parallel_tool_calls=False)
+    calls = done.choices[0].message.tool_calls or []
+    assert [c.function.arguments for c in calls] == ['{"city":"Tokyo"}']
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_text_call_is_recovered(fake: FakeOllama, client: openai.OpenAI, stream: bool) -> None:
+    text = 'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Tokyo"}}' \
+           '\n</tool_call>'
+    pieces = [text[i:i + 7] for i in range(0, len(text), 7)]
+    fake.reply("qwen3:8b", Reply(content=pieces))
+    if stream:
+        calls, finish, content = _streamed_calls(client.chat.completions.create(
+            model="qwen3:8b", messages=MSG, tools=TOOLS, stream=True))
+        assert [(c["name"], c["arguments"]) for c in calls.values()] == [
+            ("get_weather", '{"city":"Tokyo"}')]
+        assert finish == "tool_calls"
+        assert content.strip() == "Let me check."
+    else:
+        done = client.chat.completions.create(model="qwen3:8b", messages=MSG, tools=TOOLS)
+        message = done.choices[0].message
+        assert [c.function.name for c in message.tool_calls or []] == ["get_weather"]
+        assert (message.content or "").strip() == "Let me check."
+        assert done.choices[0].finish_reason == "tool_calls"
+
+
+def test_text_call_to_unoffered_tool_stays_text(fake: FakeOllama, client: openai.OpenAI) -> None:
+    text = '<tool_call>{"name": "launch_rockets", "arguments": {}}</tool_call>'
+    fake.reply("qwen3:8b", Reply(content=[text]))
+    done = client.chat.completions.create(model="qwen3:8b", messages=MSG, tools=TOOLS)
+    assert not done.choices[0].message.tool_calls
+    assert done.choices[0].message.content == text
+    assert done.choices[0].finish_reason == "stop"
+
+
+def test_plain_answer_with_tools_offered_is_untouched(fake: FakeOllama,
+                                                      client: openai.OpenAI) -> None:
+    fake.reply("qwen3:8b", Reply(content=["It is ", "sunny ", "{probably}."]))
+    _, finish, content = _streamed_calls(client.chat.completions.create(
+        model="qwen3:8b", messages=MSG, tools=TOOLS, stream=True))
+    assert content == "It is sunny {probably}."
+    assert finish == "stop"
