@@ -10,9 +10,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from proxy.formats import (
-    apertus, command_r7b, deepseek_v3, deepseek_v31, deepseek_v32, functionary, glm45, gpt_oss,
-    granite, hermes, internlm2, jamba, json_block, kimi_k2, lfm2, llama3_json, minimax_m2, mistral,
-    nemotron_v2, phi4_mini, pythonic, qwen3_coder_xml, xlam,
+    apertus,
+    command_r7b,
+    deepseek_v3,
+    deepseek_v31,
+    deepseek_v32,
+    functionary,
+    glm45,
+    gpt_oss,
+    granite,
+    hermes,
+    internlm2,
+    jamba,
+    json_block,
+    kimi_k2,
+    lfm2,
+    llama3_json,
+    minimax_m2,
+    mistral,
+    nemotron_v2,
+    phi4_mini,
+    pythonic,
+    qwen3_coder_xml,
+    xlam,
 )
 from proxy.formats.base import ParsedCall, ParseResult, TextFormat, no_calls, remaining_text
 from proxy.formats.detect import recover_with, split_reasoning, strip_reasoning
@@ -49,10 +69,29 @@ FORMATS: dict[str, TextFormat] = {
 # json_block has only generic markers, so leading here only makes it the name
 # reported for bare JSON and fences (detect.applicable tries generic last).
 _ORDER = (
-    "json_block", "kimi_k2", "deepseek_v32", "deepseek_v31", "deepseek_v3", "gpt_oss", "command_r7b",
-    "internlm2", "apertus", "mistral", "phi4_mini", "lfm2", "minimax_m2", "jamba", "nemotron_v2",
-    "functionary", "qwen3_coder_xml", "glm45", "hermes", "granite",
-    "llama3_json", "pythonic", "xlam",
+    "json_block",
+    "kimi_k2",
+    "deepseek_v32",
+    "deepseek_v31",
+    "deepseek_v3",
+    "gpt_oss",
+    "command_r7b",
+    "internlm2",
+    "apertus",
+    "mistral",
+    "phi4_mini",
+    "lfm2",
+    "minimax_m2",
+    "jamba",
+    "nemotron_v2",
+    "functionary",
+    "qwen3_coder_xml",
+    "glm45",
+    "hermes",
+    "granite",
+    "llama3_json",
+    "pythonic",
+    "xlam",
 )
 
 
@@ -61,7 +100,9 @@ def get_format(name: str) -> TextFormat:
     try:
         return FORMATS[name]
     except KeyError:
-        raise ValueError(f"unknown tool format {name!r}; known: {', '.join(sorted(FORMATS))}") from None
+        raise ValueError(
+            f"unknown tool format {name!r}; known: {', '.join(sorted(FORMATS))}"
+        ) from None
 
 
 def format_order(preferred: str | None) -> list[TextFormat]:
@@ -93,7 +134,9 @@ def recover(
     calls: list[ParsedCall] = []
     found: str | None = None
     for piece, reasoning in pieces:
-        result, name = (no_calls(piece), None) if reasoning else recover_with(piece, tools, order, False)
+        result, name = (
+            (no_calls(piece), None) if reasoning else recover_with(piece, tools, order, False)
+        )
         texts.append(result.text or "")
         calls += result.calls
         found = found or name

@@ -62,7 +62,7 @@ def strip_reasoning(text: str) -> str:
     opened = text.find(THINK_OPEN)
     if close >= 0 and (opened < 0 or opened > close):
         # Thinking forced open by the prompt: only the close tag appears.
-        text = text[close + len(THINK_CLOSE):]
+        text = text[close + len(THINK_CLOSE) :]
     return "".join(piece for piece, reasoning in split_reasoning(text) if not reasoning)
 
 
@@ -84,13 +84,15 @@ def applicable(formats: Sequence[TextFormat], text: str) -> list[TextFormat]:
     then those whose generic markers do (a bare object must not be taken out
     of a `<tool_call>` block by a format that only knows bare objects)."""
     specific = [
-        fmt for fmt in formats
+        fmt
+        for fmt in formats
         if any(marker in text for marker in fmt.markers if marker not in GENERIC_MARKERS)
     ]
     # Bare JSON / lists / fences only count at a line start (formats.md §5).
     starts = {match.group(1)[:3] for match in _GENERIC_START.finditer(text)}
     generic = [
-        fmt for fmt in formats
+        fmt
+        for fmt in formats
         if fmt not in specific and any(marker in starts for marker in fmt.markers)
     ]
     return specific + generic

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import Block, dumps, find_blocks, splice, tool_list
 from proxy.formats.json_block import calls_of, chain_at, decode, generic_at, make_block, skip_space
 from proxy.types import JSON, ToolDef
@@ -41,7 +41,9 @@ def _tag_block(text: str, at: int, tag: str, tools: Mapping[str, JSON]) -> Block
     body = at + len(tag) + 2
     close = f"</{tag}>"
     start = skip_space(text, body)
-    found = chain_at(text, start, strict_keys=False) if text[start:start + 1] in ("{", "[") else None
+    found = (
+        chain_at(text, start, strict_keys=False) if text[start : start + 1] in ("{", "[") else None
+    )
     if found is None:
         return _closed_fallback(text, at, body, close, tools)
     calls, end = found
@@ -51,8 +53,9 @@ def _tag_block(text: str, at: int, tag: str, tools: Mapping[str, JSON]) -> Block
     return make_block(text, at, end, calls, tools)
 
 
-def _closed_fallback(text: str, at: int, body: int, close: str,
-                     tools: Mapping[str, JSON]) -> Block | None:
+def _closed_fallback(
+    text: str, at: int, body: int, close: str, tools: Mapping[str, JSON]
+) -> Block | None:
     """Body up to the close tag when the bracket scan fails (an apostrophe in a comment)."""
     end = text.find(close, body)
     if end < 0 or not text[body:end].strip().startswith(("{", "[")):

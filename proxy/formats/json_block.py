@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import Block, call_from_object, dumps, find_blocks, splice, tool_list
 from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.types import JSON, ToolDef
@@ -28,7 +28,9 @@ BARE_START = re.compile(BARE_START_PATTERN, re.MULTILINE)
 # jsonish's ladder has no step for comments or invalid escapes (formats.md §4
 # steps 3-4, json-block-008/013); strings are matched whole so a URL's // and
 # valid escapes survive.
-_COMMENT_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//[^\n]*|/\*.*?\*/', re.DOTALL)
+_COMMENT_OR_STRING = re.compile(
+    r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//[^\n]*|/\*.*?\*/', re.DOTALL
+)
 _BAD_ESCAPE = re.compile(r'\\(?=[^\\"/bfnrtu])')
 # Control tokens that end a reply (Llama) or an orphan close tag (qwen2.5 drops
 # the opener but keeps `</tool_call>`, hermes-015); none of them is prose.
@@ -97,8 +99,9 @@ def calls_of(value: Any, strict_keys: bool) -> list[ParsedCall] | None:
     return calls or None
 
 
-def make_block(text: str, start: int, end: int, calls: Sequence[ParsedCall],
-               tools: Mapping[str, JSON]) -> Block:
+def make_block(
+    text: str, start: int, end: int, calls: Sequence[ParsedCall], tools: Mapping[str, JSON]
+) -> Block:
     """A block that is recovered only if every call in it names an offered tool."""
     if all(call.name in tools for call in calls):
         return Block(start, end, tuple(calls))
@@ -159,7 +162,9 @@ def fence_block(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     if opener is None or opener.group(2).lower() not in _JSON_INFO:
         return None
     start = skip_space(text, opener.end())
-    found = chain_at(text, start, strict_keys=False) if text[start:start + 1] in ("{", "[") else None
+    found = (
+        chain_at(text, start, strict_keys=False) if text[start : start + 1] in ("{", "[") else None
+    )
     if found is None:
         return None
     calls, end = found

@@ -15,10 +15,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import Block, dumps, find_blocks, splice, tool_list
 from proxy.formats.json_block import (
-    BARE_START_PATTERN, chain_at, generic_at, line_end_after, make_block, skip_space,
+    BARE_START_PATTERN,
+    chain_at,
+    generic_at,
+    line_end_after,
+    make_block,
+    skip_space,
 )
 from proxy.types import JSON, ToolDef
 
@@ -41,7 +46,7 @@ def _builtin(text: str, start: int) -> tuple[ParsedCall, int] | None:
     if match is None:
         return None
     end = text.find("\n", start)
-    source = text[start:end if end >= 0 else len(text)]
+    source = text[start : end if end >= 0 else len(text)]
     for token in _END_TOKENS:
         source = source.split(token)[0]
     try:
@@ -63,7 +68,7 @@ def _builtin(text: str, start: int) -> tuple[ParsedCall, int] | None:
 
 def _tag_block(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     start = skip_space(text, at + len(PYTHON_TAG))
-    if text[start:start + 1] in ("{", "["):
+    if text[start : start + 1] in ("{", "["):
         found = chain_at(text, start, strict_keys=False)
         if found is None:
             return None
@@ -73,7 +78,9 @@ def _tag_block(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
         if builtin is not None:
             calls, end = [builtin[0]], builtin[1]
         elif "code_interpreter" in tools:
-            end = min([len(text)] + [i for i in (text.find(t, start) for t in _END_TOKENS) if i >= 0])
+            end = min(
+                [len(text)] + [i for i in (text.find(t, start) for t in _END_TOKENS) if i >= 0]
+            )
             calls = [ParsedCall("code_interpreter", {"code": text[start:end].strip()})]
         else:
             return None

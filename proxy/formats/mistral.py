@@ -12,10 +12,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParseResult, ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.blocks import Block, dumps, find_blocks, splice, tool_list, valid_name
 from proxy.formats.json_block import (
-    BARE_START_PATTERN, chain_at, generic_at, make_block, skip_space, value_at,
+    BARE_START_PATTERN,
+    chain_at,
+    generic_at,
+    make_block,
+    skip_space,
+    value_at,
 )
 from proxy.types import JSON, ToolDef
 
@@ -53,7 +58,7 @@ def _groups(text: str, pos: int) -> tuple[list[ParsedCall], int] | None:
 
 def _marker_block(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     start = skip_space(text, at + len(MARKER))
-    if text[start:start + 1] in ("[", "{"):
+    if text[start : start + 1] in ("[", "{"):
         found = chain_at(text, start, strict_keys=False)
     else:
         found = _groups(text, start)

@@ -5,8 +5,7 @@ once) and which might still be a call (held): a possible partial marker at
 the end, a block from a marker or a line-start `{` / `[` / fence until it is
 resolved, formats.md §5. Resolution re-runs the whole-text recovery on the
 held block, so streamed and whole results agree for any split. Must not:
-parse inside reasoning or inside the fence of an answer, or hold prose that
-cannot start a call.
+parse inside reasoning or an answer's fence, or hold prose that cannot start a call.
 """
 
 from __future__ import annotations
@@ -17,7 +16,12 @@ from collections.abc import Mapping
 from proxy.formats import format_order
 from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.detect import (
-    GENERIC_MARKERS, THINK_BREAKERS, THINK_CLOSE, THINK_OPEN, partial_suffix, recover_with,
+    GENERIC_MARKERS,
+    THINK_BREAKERS,
+    THINK_CLOSE,
+    THINK_OPEN,
+    partial_suffix,
+    recover_with,
     think_end,
 )
 from proxy.formats.jsonish import scan_json_value
@@ -30,16 +34,15 @@ _FENCE_LINE = re.compile(r"(?m)^[ \t]{0,3}(`{3,}|~{3,})")
 _FENCE_INFO = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*([^\n]*)\n")
 _JSON_INFO = ("", "json", "json5", "jsonc")
 _CONTEXT = 1000
-# Functionary v3.2 starts a reply with `all` + newline before its text: a
-# control word that disappears when calls are found, so it waits with them.
-_LEADING = ("all\n",)
+_LEADING = ("all\n",)  # Functionary v3.2's leading control word goes with its calls
 
 
 class StreamRecovery:
     """feed(delta) / flush() -> prose strings and complete calls, in order."""
 
-    def __init__(self, tools: Mapping[str, JSON], preferred: str | None = None,
-                 keep_reasoning: bool = False) -> None:
+    def __init__(
+        self, tools: Mapping[str, JSON], preferred: str | None = None, keep_reasoning: bool = False
+    ) -> None:
         self._tools = dict(tools)
         self._order = format_order(preferred)
         self._keep = keep_reasoning
@@ -102,7 +105,7 @@ class StreamRecovery:
     def _decide(self) -> bool:
         close, opened = self._buf.find(THINK_CLOSE), self._buf.find(THINK_OPEN)
         if close >= 0 and (opened < 0 or opened > close):
-            self._buf = self._buf[close + len(THINK_CLOSE):]
+            self._buf = self._buf[close + len(THINK_CLOSE) :]
         elif opened < 0:
             return False
         self._undecided = False
@@ -125,9 +128,9 @@ class StreamRecovery:
             if run[0] == self._fence[0] and len(run) >= len(self._fence):
                 newline = self._buf.find("\n", match.end())
                 if newline < 0:
-                    return self._text(self._buf[:match.start()], cut=match.start())
+                    return self._text(self._buf[: match.start()], cut=match.start())
                 self._fence = None
-                return self._text(self._buf[:newline + 1], cut=newline + 1)
+                return self._text(self._buf[: newline + 1], cut=newline + 1)
         partial = _PARTIAL_FENCE.search(self._buf)
         keep = partial.start() + (partial.group().startswith("\n")) if partial else len(self._buf)
         return self._text(self._buf[:keep], cut=keep)
@@ -146,7 +149,7 @@ class StreamRecovery:
             if word not in _JSON_INFO and not self._at_start:
                 # An answer's code fence after prose: an example, never parsed.
                 self._fence = info.group(1)
-                out += self._text(self._buf[:info.end()], cut=info.end())
+                out += self._text(self._buf[: info.end()], cut=info.end())
             else:
                 self._holding = True
         elif kind in ("marker", "bare"):
@@ -209,7 +212,9 @@ class StreamRecovery:
         """buf[:q] parses the same alone as within buf, and nothing in it is still open."""
         head, _ = self._recover(self._buf[:q])
         tail = self._buf[q:]
-        if head.calls != whole.calls or _squash((head.text or "") + tail) != _squash(whole.text or ""):
+        if head.calls != whole.calls or _squash((head.text or "") + tail) != _squash(
+            whole.text or ""
+        ):
             return False
         if head.calls:
             return not self._has_start(self._fresh(head.text or ""))
@@ -220,7 +225,7 @@ class StreamRecovery:
         """Where a block that is not a call ends: its JSON value or its fence closes."""
         buf = self._buf
         start = len(buf) - len(buf.lstrip())
-        if buf[start:start + 1] in ("{", "["):
+        if buf[start : start + 1] in ("{", "["):
             return scan_json_value(buf, start)
         info = _FENCE_INFO.match(buf)
         if info is None:
@@ -270,7 +275,7 @@ class StreamRecovery:
         if text.strip():
             self._at_start = False
         newline = text.rfind("\n")
-        self._line = (self._line + text if newline < 0 else text[newline + 1:])[-_CONTEXT:]
+        self._line = (self._line + text if newline < 0 else text[newline + 1 :])[-_CONTEXT:]
         return [text]
 
     def _reasoning(self, size: int) -> list[Item]:

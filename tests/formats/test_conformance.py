@@ -7,20 +7,23 @@ round-trip its own rendering and list every tool in its prompt.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sample_corpus import SHARED, TOOL_DEFS, SCHEMAS, offered, squash
+from sample_corpus import SCHEMAS, SHARED, TOOL_DEFS, offered, squash
 
 from proxy.formats import FORMATS, format_order, get_format, recover
 from proxy.formats.base import ParsedCall
 from proxy.formats.stream import StreamRecovery
 
 ALL_CASES: list[dict[str, Any]] = [
-    json.loads(line) for line in (SHARED / "textcalls-sample.jsonl").read_text().splitlines() if line
+    json.loads(line)
+    for line in (SHARED / "textcalls-sample.jsonl").read_text().splitlines()
+    if line
 ]
 # The corpus labels a few cases by family; the registry by module.
 CASES = [c for c in ALL_CASES if c["format"] in FORMATS or c["format"] == "plain"]
@@ -37,7 +40,7 @@ def _stream(
     parser = StreamRecovery(tools, keep_reasoning=keep)
     out: list[str | ParsedCall] = []
     bounds = [0, *sorted(set(cuts)), len(text)]
-    for start, end in zip(bounds, bounds[1:]):
+    for start, end in itertools.pairwise(bounds):
         out += parser.feed(text[start:end])
     out += parser.flush()
     calls = [item for item in out if isinstance(item, ParsedCall)]
@@ -79,6 +82,18 @@ def test_streamed_at_every_split_point(case: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def test_calls_sent_before_the_end_are_a_prefix_of_the_final_calls(case: dict[str, Any]) -> None:
+    text, tools = case["content"], offered(case["tools"])
+    for cut in range(len(text) + 1):
+        early = [
+            i
+            for i in StreamRecovery(tools, keep_reasoning=True).feed(text[:cut])
+            if isinstance(i, ParsedCall)
+        ]
+        assert _calls(early) == case["expect_calls"][: len(early)], cut
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
 def test_streamed_one_character_at_a_time(case: dict[str, Any]) -> None:
     text, tools = case["content"], offered(case["tools"])
     calls, streamed = _stream(text, tools, list(range(len(text))))
@@ -113,12 +128,20 @@ def test_negative_cases_yield_no_call_at_any_prefix(case: dict[str, Any]) -> Non
 
 ROUND_TRIP_CALLS = [
     [ParsedCall("get_weather", {"city": "Oslo"})],
-    [ParsedCall("get_weather", {"city": "Bergen", "unit": "fahrenheit"}),
-     ParsedCall("read_file", {"path": "src/main.py"})],
-    [ParsedCall("create_issue", {
-        "title": "Crash on Ärger.txt", "labels": ["bug", "i18n"],
-        "assignee": {"name": "Dana", "email": "d@example.org"},
-    })],
+    [
+        ParsedCall("get_weather", {"city": "Bergen", "unit": "fahrenheit"}),
+        ParsedCall("read_file", {"path": "src/main.py"}),
+    ],
+    [
+        ParsedCall(
+            "create_issue",
+            {
+                "title": "Crash on Ärger.txt",
+                "labels": ["bug", "i18n"],
+                "assignee": {"name": "Dana", "email": "d@example.org"},
+            },
+        )
+    ],
 ]
 
 
@@ -152,7 +175,8 @@ def test_every_format_module_is_registered() -> None:
     import proxy.formats as package
 
     modules = {
-        path.stem for path in Path(package.__file__).parent.glob("*.py")
+        path.stem
+        for path in Path(package.__file__).parent.glob("*.py")
         if "FORMAT =" in path.read_text()
     }
     assert modules <= set(FORMATS)

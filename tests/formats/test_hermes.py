@@ -26,24 +26,50 @@ def test_sample(case: dict[str, Any]) -> None:
     check_case(FORMAT, case)
 
 
-@pytest.mark.parametrize(("text", "calls", "rest"), [
-    ("<tool_call>" + W + "</tool_call>", [OSLO], None),  # no newlines (hermes-003)
-    ("<tool_call>\n" + W, [OSLO], None),  # close tag missing, JSON complete (hermes-008)
-    (W + "\n</tool_call>", [OSLO], None),  # opener dropped, orphan close (hermes-015)
-    ("<tool_call>\n" + W + "\n" + W + "\n</tool_call>", [OSLO, OSLO], None),  # two in one block
-    ('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo",},}\n</tool_call>', [OSLO], None),
-    ("<tool_call>\n{'name': 'get_weather', 'arguments': {'city': 'Oslo'}}\n</tool_call>", [OSLO], None),
-    ('<tool_call>{"name": "get_weather", "arguments": "{\\"city\\": \\"Oslo\\"}"}</tool_call>', [OSLO], None),
-    ('<tool_call>{"name": "get_weather", "parameters": {"city": "Oslo"}}</tool_call>', [OSLO], None),
-    ('<tool_call>{"name": "list_directory"}</tool_call>', [ParsedCall("list_directory", {})], None),
-    ('<tool_call>{"name": "list_directory", "arguments": ""}</tool_call>',
-     [ParsedCall("list_directory", {})], None),
-    ("<function_call>" + W + "</function_call>", [OSLO], None),
-    ("<tool_call>[" + W + ", " + W + "]", [OSLO, OSLO], None),
-    (W + "\n" + W, [OSLO, OSLO], None),  # qwen2.5-coder bare leaks
-    (W + "\n\n" + W + "\nThat is all.", [OSLO, OSLO], "That is all."),
-    ("Before.\n<tool_call>\n" + W + "\n</tool_call>\nAfter.", [OSLO], "Before.\n\nAfter."),
-])
+@pytest.mark.parametrize(
+    ("text", "calls", "rest"),
+    [
+        ("<tool_call>" + W + "</tool_call>", [OSLO], None),  # no newlines (hermes-003)
+        ("<tool_call>\n" + W, [OSLO], None),  # close tag missing, JSON complete (hermes-008)
+        (W + "\n</tool_call>", [OSLO], None),  # opener dropped, orphan close (hermes-015)
+        ("<tool_call>\n" + W + "\n" + W + "\n</tool_call>", [OSLO, OSLO], None),  # two in one block
+        (
+            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo",},}\n</tool_call>',
+            [OSLO],
+            None,
+        ),
+        (
+            "<tool_call>\n{'name': 'get_weather', 'arguments': {'city': 'Oslo'}}\n</tool_call>",
+            [OSLO],
+            None,
+        ),
+        (
+            '<tool_call>{"name": "get_weather", "arguments": "{\\"city\\": \\"Oslo\\"}"}</tool_call>',
+            [OSLO],
+            None,
+        ),
+        (
+            '<tool_call>{"name": "get_weather", "parameters": {"city": "Oslo"}}</tool_call>',
+            [OSLO],
+            None,
+        ),
+        (
+            '<tool_call>{"name": "list_directory"}</tool_call>',
+            [ParsedCall("list_directory", {})],
+            None,
+        ),
+        (
+            '<tool_call>{"name": "list_directory", "arguments": ""}</tool_call>',
+            [ParsedCall("list_directory", {})],
+            None,
+        ),
+        ("<function_call>" + W + "</function_call>", [OSLO], None),
+        ("<tool_call>[" + W + ", " + W + "]", [OSLO, OSLO], None),
+        (W + "\n" + W, [OSLO, OSLO], None),  # qwen2.5-coder bare leaks
+        (W + "\n\n" + W + "\nThat is all.", [OSLO, OSLO], "That is all."),
+        ("Before.\n<tool_call>\n" + W + "\n</tool_call>\nAfter.", [OSLO], "Before.\n\nAfter."),
+    ],
+)
 def test_shapes(text: str, calls: list[ParsedCall], rest: str | None) -> None:
     got, text_left = _parse(text)
     assert got == calls
@@ -52,7 +78,10 @@ def test_shapes(text: str, calls: list[ParsedCall], rest: str | None) -> None:
 
 def test_close_tag_inside_a_string_argument() -> None:
     text = '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.md", "content": "use </tool_call> here"}}\n</tool_call>'
-    assert _parse(text) == ([ParsedCall("write_file", {"path": "a.md", "content": "use </tool_call> here"})], None)
+    assert _parse(text) == (
+        [ParsedCall("write_file", {"path": "a.md", "content": "use </tool_call> here"})],
+        None,
+    )
 
 
 def test_nested_name_is_not_the_function_name() -> None:
@@ -61,16 +90,19 @@ def test_nested_name_is_not_the_function_name() -> None:
     assert call.name == "create_issue"
 
 
-@pytest.mark.parametrize("text", [
-    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Os',
-    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}',
-    "The <tool_call> tag wraps a call.",
-    "Use `<tool_call>" + W + "</tool_call>` to call.",
-    "e.g. " + W + " in a sentence",
-    '{"name": "Alice", "age": 30}',
-    '{"name": "get_weather", "description": "Current weather"}',
-    "Answer:\n\n```xml\n<tool_call>\n" + W + "\n</tool_call>\n```\n\nThat is the format.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Os',
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}',
+        "The <tool_call> tag wraps a call.",
+        "Use `<tool_call>" + W + "</tool_call>` to call.",
+        "e.g. " + W + " in a sentence",
+        '{"name": "Alice", "age": 30}',
+        '{"name": "get_weather", "description": "Current weather"}',
+        "Answer:\n\n```xml\n<tool_call>\n" + W + "\n</tool_call>\n```\n\nThat is the format.",
+    ],
+)
 def test_not_calls(text: str) -> None:
     calls, rest = _parse(text)
     assert calls == [] and rest == text

@@ -25,17 +25,26 @@ def test_sample(case: dict[str, Any]) -> None:
     check_case(FORMAT, case)
 
 
-@pytest.mark.parametrize(("text", "calls", "rest"), [
-    (W, [OSLO], None),
-    ("<|python_tag|>" + W + "<|eom_id|>", [OSLO], None),
-    ("<|python_tag|>" + W + "; " + W.replace("Oslo", "Rome"), [OSLO, ROME], None),
-    (W + "<|eot_id|>", [OSLO], None),
-    ('{"name": "list_directory", "parameters": {"path": ".", "recursive": True}}',
-     [ParsedCall("list_directory", {"path": ".", "recursive": True})], None),
-    ('{"name": "search_docs", "parameters": {"query": "x", "max_results": "10"}}',
-     [ParsedCall("search_docs", {"query": "x", "max_results": "10"})], None),
-    ("Sure.\n" + W + "\nDone.", [OSLO], "Sure.\n\nDone."),
-])
+@pytest.mark.parametrize(
+    ("text", "calls", "rest"),
+    [
+        (W, [OSLO], None),
+        ("<|python_tag|>" + W + "<|eom_id|>", [OSLO], None),
+        ("<|python_tag|>" + W + "; " + W.replace("Oslo", "Rome"), [OSLO, ROME], None),
+        (W + "<|eot_id|>", [OSLO], None),
+        (
+            '{"name": "list_directory", "parameters": {"path": ".", "recursive": True}}',
+            [ParsedCall("list_directory", {"path": ".", "recursive": True})],
+            None,
+        ),
+        (
+            '{"name": "search_docs", "parameters": {"query": "x", "max_results": "10"}}',
+            [ParsedCall("search_docs", {"query": "x", "max_results": "10"})],
+            None,
+        ),
+        ("Sure.\n" + W + "\nDone.", [OSLO], "Sure.\n\nDone."),
+    ],
+)
 def test_shapes(text: str, calls: list[ParsedCall], rest: str | None) -> None:
     got, left = _parse(text)
     assert got == calls
@@ -54,11 +63,14 @@ def test_code_interpreter_raw_code() -> None:
     assert calls == [ParsedCall("code_interpreter", {"code": "print(1 + 1)"})] and left is None
 
 
-@pytest.mark.parametrize("text", [
-    "The reply looks like " + W + " in practice.",
-    '{"name": "get_weather", "parameters": {"city": "Os',
-    W + " is what I would send.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The reply looks like " + W + " in practice.",
+        '{"name": "get_weather", "parameters": {"city": "Os',
+        W + " is what I would send.",
+    ],
+)
 def test_not_calls(text: str) -> None:
     assert _parse(text) == ([], text)
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sample_corpus import SCHEMAS
@@ -30,11 +32,13 @@ PROSE = st.text(alphabet="abcdefg XYZ.,!?'\"-:;()0123456789\n", max_size=200)
 
 @settings(max_examples=200, deadline=None)
 @given(PROSE, st.lists(st.integers(1, 20), max_size=30))
-def test_prose_without_markers_is_never_held_beyond_a_marker_prefix(text: str, sizes: list[int]) -> None:
+def test_prose_without_markers_is_never_held_beyond_a_marker_prefix(
+    text: str, sizes: list[int]
+) -> None:
     parser = StreamRecovery(SCHEMAS, keep_reasoning=True)
     sent, pos = "", 0
     for size in sizes or [len(text)]:
-        piece = text[pos:pos + size]
+        piece = text[pos : pos + size]
         pos += len(piece)
         sent += _text(parser.feed(piece))
         assert text[:pos].startswith(sent)
@@ -85,7 +89,9 @@ def test_reasoning_is_dropped_or_kept_but_never_parsed() -> None:
     text = "<think>maybe <tool_call>" + W + "</tool_call></think>Answer."
     dropped = _feed_all(StreamRecovery(SCHEMAS), [text[:9], text[9:30], text[30:]])
     assert dropped == ["Answer."]
-    kept = _feed_all(StreamRecovery(SCHEMAS, keep_reasoning=True), [text[:9], text[9:30], text[30:]])
+    kept = _feed_all(
+        StreamRecovery(SCHEMAS, keep_reasoning=True), [text[:9], text[9:30], text[30:]]
+    )
     assert _text(kept) == text and all(isinstance(i, str) for i in kept)
 
 
@@ -98,8 +104,8 @@ NASTY = [
     "Intro\n<tool_call>\n" + W + "\n</tool_call>\n<tool_call>\n" + W + "\n</tool_call>\nbye",
     "The <tool_call> tag is special.\n\n" + W + "\n",
     "```python\nx = [1]\n```\n" + W,
-    "a\n```json\n" + W + "\n```\nb\n```json\n{\"x\": 1}\n```\n",
-    "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"}\nok\n[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Ro",
+    "a\n```json\n" + W + '\n```\nb\n```json\n{"x": 1}\n```\n',
+    '[TOOL_CALLS]get_weather[ARGS]{"city": "Oslo"}\nok\n[TOOL_CALLS]get_weather[ARGS]{"city": "Ro',
     "<|python_tag|>" + W.replace("arguments", "parameters") + "<|eom_id|>",
     "x `" + W + "` y\n" + W,
     "all\nsome text",
@@ -110,7 +116,7 @@ NASTY = [
 @given(st.sampled_from(NASTY), st.lists(st.integers(0, 300), max_size=8))
 def test_split_invariance_on_nasty_texts(text: str, cuts: list[int]) -> None:
     bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
-    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
     items = _feed_all(StreamRecovery(SCHEMAS, keep_reasoning=True), pieces)
     whole, _ = recover(text, SCHEMAS, keep_reasoning=True)
     assert [i for i in items if isinstance(i, ParsedCall)] == list(whole.calls)

@@ -25,8 +25,13 @@ _FIRST_INDEX = 100
 class TextCallRecovery:
     """Sans-IO stage: `feed(chunk) -> chunks`, `flush() -> chunks`."""
 
-    def __init__(self, offered: Mapping[str, JSON], preferred_format: str | None, model: str,
-                 id_factory: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        offered: Mapping[str, JSON],
+        preferred_format: str | None,
+        model: str,
+        id_factory: Callable[[], str],
+    ) -> None:
         self._parser = StreamRecovery(offered, preferred_format, keep_reasoning=True)
         self._model = model
         self._new_id = id_factory
@@ -120,4 +125,7 @@ def _piece(template: Chunk, index: int, delta: dict[str, Any]) -> Chunk:
     """A content-only or call-only chunk shaped like template (choice 0 alone, no usage)."""
     top = {k: v for k, v in template.items() if k not in ("choices", "usage")}
     choice = template["choices"][index] if index < len(template.get("choices") or []) else {}
-    return {**top, "choices": [{"index": choice.get("index", 0), "delta": delta, "finish_reason": None}]}
+    return {
+        **top,
+        "choices": [{"index": choice.get("index", 0), "delta": delta, "finish_reason": None}],
+    }

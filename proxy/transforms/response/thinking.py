@@ -37,7 +37,7 @@ class _Splitter:
                 at, tag = end
                 reasoning.append(buf[:at])
                 # Kimi's tool section ends reasoning but is content (kimi-k2-005).
-                buf = buf[at + len(tag):] if tag == THINK_CLOSE else buf[at:]
+                buf = buf[at + len(tag) :] if tag == THINK_CLOSE else buf[at:]
                 self.inside = False
                 continue
             found = _first(buf, (THINK_OPEN, THINK_CLOSE))
@@ -48,7 +48,7 @@ class _Splitter:
                 break
             at, tag = found
             content.append(buf[:at])
-            buf = buf[at + len(tag):]
+            buf = buf[at + len(tag) :]
             # An orphan close (thinking forced open by the prompt) is dropped:
             # the reasoning before it has already gone out as content.
             self.inside = tag == THINK_OPEN
@@ -85,8 +85,13 @@ class ThinkingSplit:
         if not isinstance(text, str) and not content and not reasoning:
             return [chunk]
         new_delta = self._delta(delta, content, reasoning)
-        if (not new_delta and set(delta) == {"content"} and choice.get("finish_reason") is None
-                and chunk.get("usage") is None and len(chunk["choices"]) == 1):
+        if (
+            not new_delta
+            and set(delta) == {"content"}
+            and choice.get("finish_reason") is None
+            and chunk.get("usage") is None
+            and len(chunk["choices"]) == 1
+        ):
             # All of it was reasoning (stripped) or a held partial tag.
             return []
         return [_replace(chunk, index, {**choice, "delta": new_delta})]

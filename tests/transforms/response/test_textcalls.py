@@ -19,7 +19,10 @@ def _chunk(content: str | None = None, finish: str | None = None, **delta: Any) 
     if content is not None:
         delta["content"] = content
     return {
-        "id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
 
@@ -29,7 +32,9 @@ def _stage(preferred: str | None = None) -> TextCallRecovery:
     return TextCallRecovery(OFFERED, preferred, "qwen", lambda: next(ids))
 
 
-def _run(pieces: list[str], finish: str | None = "stop") -> tuple[str, list[dict[str, Any]], list[Chunk], TextCallRecovery]:
+def _run(
+    pieces: list[str], finish: str | None = "stop"
+) -> tuple[str, list[dict[str, Any]], list[Chunk], TextCallRecovery]:
     stage = _stage()
     out: list[Chunk] = [c for piece in pieces for c in stage.feed(_chunk(piece))]
     if finish is not None:
@@ -43,11 +48,18 @@ def _run(pieces: list[str], finish: str | None = "stop") -> tuple[str, list[dict
 def test_call_becomes_a_whole_tool_call_delta() -> None:
     text, calls, out, stage = _run(["Checking.\n", CALL])
     assert text == "Checking.\n"
-    assert calls == [{"index": 100, "id": "call_0", "type": "function",
-                      "function": {"name": "get_weather", "arguments": '{"city":"Oslo"}'}}]
+    assert calls == [
+        {
+            "index": 100,
+            "id": "call_0",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city":"Oslo"}'},
+        }
+    ]
     assert out[-1]["choices"][0]["finish_reason"] == "stop"
-    assert stage.observations == [Observation("qwen", "text_calls_recovered",
-                                              {"format": "hermes", "count": 1})]
+    assert stage.observations == [
+        Observation("qwen", "text_calls_recovered", {"format": "hermes", "count": 1})
+    ]
 
 
 def test_prose_goes_out_before_the_stream_ends() -> None:
@@ -55,7 +67,10 @@ def test_prose_goes_out_before_the_stream_ends() -> None:
     out = stage.feed(_chunk("Hello there, "))
     assert out[0]["choices"][0]["delta"]["content"] == "Hello there, "
     assert stage.feed(_chunk("see <tool")) == [
-        {**_chunk("see "), "choices": [{"index": 0, "delta": {"content": "see "}, "finish_reason": None}]}
+        {
+            **_chunk("see "),
+            "choices": [{"index": 0, "delta": {"content": "see "}, "finish_reason": None}],
+        }
     ]
 
 
@@ -81,7 +96,9 @@ def test_role_chunk_and_other_fields_pass_through() -> None:
     stage = _stage()
     first = _chunk("", role="assistant")
     assert stage.feed(first) == [first]
-    native = _chunk(tool_calls=[{"index": 0, "id": "n", "function": {"name": "x", "arguments": "{}"}}])
+    native = _chunk(
+        tool_calls=[{"index": 0, "id": "n", "function": {"name": "x", "arguments": "{}"}}]
+    )
     assert stage.feed(native) == [native]
 
 
@@ -93,7 +110,10 @@ def test_without_finish_chunk_flush_emits_held_calls() -> None:
 def test_two_calls_get_distinct_ids_and_indexes() -> None:
     _, calls, _, stage = _run([CALL + "\n" + CALL.replace("Oslo", "Rome")])
     assert [(c["index"], c["id"]) for c in calls] == [(100, "call_0"), (101, "call_1")]
-    assert [json.loads(c["function"]["arguments"]) for c in calls] == [{"city": "Oslo"}, {"city": "Rome"}]
+    assert [json.loads(c["function"]["arguments"]) for c in calls] == [
+        {"city": "Oslo"},
+        {"city": "Rome"},
+    ]
     assert stage.observations[0].detail["count"] == 2
 
 
@@ -101,14 +121,16 @@ def test_finish_chunk_content_is_processed_before_finish() -> None:
     stage = _stage()
     out = stage.feed(_chunk(CALL[:20]))
     out += stage.feed(_chunk(CALL[20:], finish="stop"))
-    kinds = [("tool_calls" in c["choices"][0]["delta"], c["choices"][0]["finish_reason"]) for c in out]
+    kinds = [
+        ("tool_calls" in c["choices"][0]["delta"], c["choices"][0]["finish_reason"]) for c in out
+    ]
     assert kinds == [(True, None), (False, "stop")]
 
 
 SAMPLES = [
     "Checking.\n" + CALL + "\nDone.",
     "Plain prose with a { brace and [brackets] and <b>tags</b>.",
-    "Intro\n\n```json\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n```",
+    'Intro\n\n```json\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n```',
     CALL + CALL,
 ]
 
@@ -117,7 +139,7 @@ SAMPLES = [
 @given(st.sampled_from(SAMPLES), st.lists(st.integers(0, 200), max_size=6))
 def test_split_invariance(text: str, cuts: list[int]) -> None:
     bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
-    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
     whole = _run([text])
     split = _run(pieces)
     assert split[0] == whole[0]

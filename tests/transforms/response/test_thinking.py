@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -14,12 +15,17 @@ def _chunk(content: str | None = None, finish: str | None = None, **delta: Any) 
     if content is not None:
         delta["content"] = content
     return {
-        "id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
 
 
-def _run(policy: ReasoningPolicy, pieces: list[str], finish: bool = True) -> tuple[str, str, list[Chunk]]:
+def _run(
+    policy: ReasoningPolicy, pieces: list[str], finish: bool = True
+) -> tuple[str, str, list[Chunk]]:
     stage = ThinkingSplit(policy)
     out: list[Chunk] = []
     for piece in pieces:
@@ -75,11 +81,17 @@ def test_unfinished_stream_flushes_held_partial_tag() -> None:
 def test_other_fields_and_choices_pass_through() -> None:
     stage = ThinkingSplit("move")
     chunk = _chunk("<think>a</think>b", role="assistant", custom=1)
-    chunk["choices"].append({"index": 1, "delta": {"content": "<think>x</think>"}, "finish_reason": None})
+    chunk["choices"].append(
+        {"index": 1, "delta": {"content": "<think>x</think>"}, "finish_reason": None}
+    )
     chunk["usage"] = None
     (out,) = stage.feed(chunk)
-    assert out["choices"][0]["delta"] == {"role": "assistant", "custom": 1, "content": "b",
-                                          "reasoning_content": "a"}
+    assert out["choices"][0]["delta"] == {
+        "role": "assistant",
+        "custom": 1,
+        "content": "b",
+        "reasoning_content": "a",
+    }
     assert out["choices"][1] == chunk["choices"][1]
     assert chunk["choices"][0]["delta"]["content"] == "<think>a</think>b"  # input not mutated
 
@@ -104,13 +116,27 @@ def test_all_reasoning_chunk_is_swallowed() -> None:
 @pytest.mark.parametrize("policy", ["strip", "move"])
 @settings(max_examples=150, deadline=None)
 @given(
-    text=st.lists(st.sampled_from(["<think>", "</think>", "<", "think", ">", "a", " b\n", "</",
-                                   "<|tool_calls_section_begin|>"]), max_size=14).map("".join),
+    text=st.lists(
+        st.sampled_from(
+            [
+                "<think>",
+                "</think>",
+                "<",
+                "think",
+                ">",
+                "a",
+                " b\n",
+                "</",
+                "<|tool_calls_section_begin|>",
+            ]
+        ),
+        max_size=14,
+    ).map("".join),
     cuts=st.lists(st.integers(0, 200), max_size=6),
 )
 def test_split_invariance(policy: ReasoningPolicy, text: str, cuts: list[int]) -> None:
     bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
-    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
     assert _run(policy, pieces)[:2] == _run(policy, [text])[:2]
     content, reasoning, _ = _run(policy, pieces)
     assert len(content) + len(reasoning) <= len(text)
