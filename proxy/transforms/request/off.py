@@ -39,7 +39,7 @@ def has_tool_traffic(request: ChatRequest) -> bool:
             continue
         if message.get("role") in ("tool", "function"):
             return True
-        if message.get("tool_calls") or message.get("function_call"):
+        if "tool_calls" in message or "function_call" in message:
             return True
     return False
 
