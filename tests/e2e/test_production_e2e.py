@@ -20,13 +20,14 @@ import httpx
 import openai
 import orjson
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
 
 from proxy.app import create_app
 from proxy.settings import Settings
 from support.fake_ollama import FakeOllama, Reply
 from support.servers import free_port, serve
 
-MSG = [{"role": "user", "content": "hi"}]
+MSG: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
 KEY = "tsk-live-0123456789abcdef"
 
 
@@ -77,6 +78,7 @@ def test_sigterm_lets_an_open_stream_finish(fake: FakeOllama, fake_url: str, cap
         got: list[str] = []
         finishes = []
         for chunk in stream:
+            assert isinstance(chunk, openai.types.chat.ChatCompletionChunk)
             if not got:
                 proc.send_signal(signal.SIGTERM)
             got.append(chunk.choices[0].delta.content or "")
@@ -100,7 +102,7 @@ def test_past_the_grace_a_stream_ends_with_an_error_event(
                           headers={"authorization": f"Bearer {KEY}"},
                           json={"model": "qwen3:8b", "messages": MSG, "stream": True},
                           timeout=20) as response:
-            lines = []
+            lines: list[str] = []
             for line in response.iter_lines():
                 if not lines:
                     proc.send_signal(signal.SIGTERM)
