@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -39,7 +39,7 @@ class _Masking(logging.Formatter):
 class JsonFormatter(_Masking):
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(
                 timespec="milliseconds").replace("+00:00", "Z"),
             "level": record.levelname.lower(),
             "logger": record.name,

@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from support.fake_ollama import FakeOllama, Reply, tool_call
 
 from proxy.app import create_app
 from proxy.logs import MASK, JsonFormatter, TextFormatter, setup_logging
 from proxy.settings import Settings
 from proxy.telemetry import RequestRecord, Telemetry, redact_url
-from support.fake_ollama import FakeOllama, Reply, tool_call
 
 KEY = "tsk-live-0123456789abcdef"
 UPSTREAM_KEY = "upstream-secret-987654321"

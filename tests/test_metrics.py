@@ -12,13 +12,13 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
+from support.fake_ollama import FakeOllama, Reply, tool_call
 
 from proxy.app import create_app
 from proxy.metrics import OTHER, BoundedLabels, reason_label
 from proxy.settings import Settings
 from proxy.telemetry import RequestRecord, Telemetry
 from proxy.types import Observation
-from support.fake_ollama import FakeOllama, Reply, tool_call
 
 MSG = [{"role": "user", "content": "hi"}]
 WEATHER = [{"type": "function", "function": {

@@ -11,12 +11,12 @@ from pathlib import Path
 import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
+from support.fake_ollama import FakeOllama
 
 from proxy.app import create_app
 from proxy.middleware import Drain, DrainMiddleware
 from proxy.settings import Settings
 from proxy.telemetry import Telemetry
-from support.fake_ollama import FakeOllama
 
 MSG = [{"role": "user", "content": "hi"}]
 KEY = "tsk-live-0123456789abcdef"

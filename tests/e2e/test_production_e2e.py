@@ -21,11 +21,11 @@ import openai
 import orjson
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
+from support.fake_ollama import FakeOllama, Reply
+from support.servers import free_port, serve
 
 from proxy.app import create_app
 from proxy.settings import Settings
-from support.fake_ollama import FakeOllama, Reply
-from support.servers import free_port, serve
 
 MSG: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
 KEY = "tsk-live-0123456789abcdef"
