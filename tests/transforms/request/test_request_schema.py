@@ -162,7 +162,7 @@ types = st.sampled_from(["string", "integer", "number", "boolean", "object", "ar
 annotation_keys = st.fixed_dictionaries({}, optional={
     "description": st.text(" abcdefg", max_size=40),
     "title": st.text("abc", max_size=5),
-    "default": st.none() | st.integers() | st.just({"additionalProperties": 1}),
+    "default": st.none() | st.integers(-(2**53), 2**53) | st.just({"additionalProperties": 1}),
 })
 
 
