@@ -18,7 +18,7 @@ from starlette.responses import Response
 
 from proxy.capabilities.schema import is_glob
 from proxy.services import Services
-from proxy.telemetry import redact_url
+from proxy.settings import redact_url
 
 
 async def admin_capabilities(request: Request) -> Response:

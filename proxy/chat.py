@@ -97,14 +97,13 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
     headers["accept-encoding"] = "identity"
     for attempt in range(3):
         body, notes = apply_request_steps(chat, profile, plan)
-        if attempt == 0:
-            _note_request_changes(ex, notes)
         t0 = time.perf_counter()
         response = await send(upstream, "POST", "/v1/chat/completions",
                               content=orjson.dumps(body), headers=headers)
         if response.status_code < 400:
             ex.upstream_s += time.perf_counter() - t0
             ex.record.rung = rung_name(plan)
+            _note_request_changes(ex, notes, chat, plan)
             return response, plan
         raw = await response.aread()
         await response.aclose()
@@ -131,7 +130,14 @@ def _refusal_observation(profile: Profile, chat: ChatRequest, refusal: Refusal,
                        {"rung": step.tools, "evidence": refusal.message})
 
 
-def _note_request_changes(ex: Exchange, notes: list[Observation]) -> None:
+def _note_request_changes(ex: Exchange, notes: list[Observation], chat: ChatRequest,
+                          plan: Plan) -> None:
+    """What the request steps changed on the attempt that answered."""
+    if plan.tools == "off" and chat.get("tools"):
+        # off strips every tool at once; the steps only note partial selections.
+        notes = [n for n in notes if n.kind != "tools_stripped"]
+        notes.append(Observation(ex.record.model or "", "tools_stripped",
+                                 {"count": len(chat["tools"]), "reason": "off"}))
     for note in notes:
         if note.kind == "tools_stripped":
             ex.record.tools_stripped += int(note.detail.get("count", 0))

@@ -7,6 +7,7 @@ hop-by-hop headers and the client's key (when it is toolshim's) are dropped.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import orjson
@@ -28,7 +29,9 @@ async def list_models(request: Request) -> Response:
     svc: Services = request.app.state.services
     ex = Exchange(svc, request, RequestRecord(request.state.request_id, "models"))
     roots = svc.settings.all_upstreams()
+    t0 = time.perf_counter()
     results = await asyncio.gather(*(fetch_listing(svc.upstreams[r]) for r in roots))
+    ex.upstream_s += time.perf_counter() - t0
     if all(r is None for r in results):
         ex.finish(502, "no upstream answered /v1/models")
         return ApiError(502, "no upstream answered /v1/models",
@@ -43,7 +46,7 @@ async def list_models(request: Request) -> Response:
     ex.finish(200)
     return Response(orjson.dumps({"object": "list", "data": list(merged.values())}),
                     media_type="application/json",
-                    headers={"x-request-id": ex.record.request_id})
+                    headers={"x-toolshim-overhead-ms": f"{ex.overhead_ms():.2f}"})
 
 
 async def fetch_listing(upstream: Upstream) -> list[dict[str, Any]] | None:
@@ -83,15 +86,22 @@ async def forward(request: Request) -> Response:
         path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         headers = forward_headers(request.headers, upstream,
                                   keep_client_auth=not svc.settings.api_keys)
-        response = await send(upstream, request.method, path, content=body or None,
-                              headers=headers)
+        t0 = time.perf_counter()
+        try:
+            response = await send(upstream, request.method, path, content=body or None,
+                                  headers=headers)
+        finally:
+            ex.upstream_s += time.perf_counter() - t0
     except ApiError as exc:
         ex.finish(exc.status, exc.message)
-        return exc.response()
+        error = exc.response()
+        error.headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
+        return error
+    out_headers = response_headers(response.headers)
+    out_headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
     ex.finish(response.status_code)
     return StreamingResponse(_relay_bytes(response, upstream), status_code=response.status_code,
-                             headers=response_headers(response.headers),
-                             background=BackgroundTask(response.aclose))
+                             headers=out_headers, background=BackgroundTask(response.aclose))
 
 
 async def _relay_bytes(response: Any, upstream: Upstream) -> Any:

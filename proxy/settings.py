@@ -11,6 +11,7 @@ import argparse
 import os
 from collections.abc import Mapping, Sequence
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -66,6 +67,14 @@ class Settings(BaseModel):
 
     def key_env_for(self, root: str) -> str | None:
         return dict(self.upstream_key_envs).get(root)
+
+
+def redact_url(url: str) -> str:
+    """`http://user:secret@host:1/x` -> `http://host:1/x`: credentials never get shown."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def upstream_root(url: str) -> str:

@@ -12,9 +12,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 from proxy.metrics import LiveState, Metrics, reason_label
+from proxy.settings import redact_url
 from proxy.types import Observation
 
 
@@ -45,14 +45,6 @@ class RequestRecord:
         if self.upstream:
             out["upstream"] = redact_url(self.upstream)
         return out
-
-
-def redact_url(url: str) -> str:
-    """`http://user:secret@host:1/x` -> `http://host:1/x`: credentials never get shown."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 class StoreView(Protocol):

@@ -19,6 +19,7 @@ import httpx
 from httpx_aiohttp import AiohttpTransport
 
 from proxy.errors import ApiError
+from proxy.settings import redact_url
 
 # RFC 9110 §7.6.1 hop-by-hop headers, plus what httpx recomputes itself.
 HOP_BY_HOP = frozenset({
@@ -59,8 +60,12 @@ def forward_headers(incoming: Mapping[str, str], upstream: Upstream,
     so it is forwarded only when toolshim has no keys and the upstream has no
     key of its own.
     """
+    # Headers the client's Connection header names are hop-by-hop too (RFC 9110 7.6.1).
+    named = {h.strip().lower() for k, v in incoming.items() if k.lower() == "connection"
+             for h in v.split(",")}
     out = {k: v for k, v in incoming.items()
-           if k.lower() not in HOP_BY_HOP and k.lower() != "authorization"}
+           if k.lower() not in HOP_BY_HOP and k.lower() not in named
+           and k.lower() != "authorization"}
     if upstream.api_key:
         out["authorization"] = f"Bearer {upstream.api_key}"
     elif keep_client_auth and "authorization" in {k.lower() for k in incoming}:
@@ -110,7 +115,7 @@ def transport_error(exc: httpx.TransportError, root: str) -> ApiError:
     elif isinstance(cause, (aiohttp.ServerTimeoutError, TimeoutError)):
         timed_out = True
     if timed_out:
-        return ApiError(504, f"upstream {root} timed out", type_="timeout_error",
+        return ApiError(504, f"upstream {redact_url(root)} timed out", type_="timeout_error",
                         code="upstream_timeout")
-    return ApiError(502, f"upstream {root} is unreachable or closed the connection",
+    return ApiError(502, f"upstream {redact_url(root)} is unreachable or closed the connection",
                     type_="api_error", code="upstream_unavailable")

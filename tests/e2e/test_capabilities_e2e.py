@@ -36,10 +36,12 @@ def test_edit_while_running_is_followed(fake: FakeOllama, client: openai.OpenAI,
     assert raw.headers["x-toolshim-tools-stripped"] == "2"
 
     _touch(caps_path, 'version: 1\nmodels:\n  "qwen3*":\n    tools: off\n')
-    client.chat.completions.create(model="qwen3:8b", messages=MSG, tools=TOOLS,
-                                   tool_choice="auto", parallel_tool_calls=True)
+    raw = client.chat.completions.with_raw_response.create(
+        model="qwen3:8b", messages=MSG, tools=TOOLS, tool_choice="auto", parallel_tool_calls=True)
     sent = fake.chat_requests()[-1]
     assert not {"tools", "tool_choice", "parallel_tool_calls"} & set(sent)
+    assert raw.headers["x-toolshim-tools-stripped"] == "3"
+    assert raw.headers["x-toolshim-rung"] == "off"
 
 
 def test_broken_edit_keeps_last_good(fake: FakeOllama, client: openai.OpenAI,
