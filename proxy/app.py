@@ -53,6 +53,24 @@ def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Se
     )
 
 
+SETTINGS_ENV = "TOOLSHIM_SETTINGS_JSON"
+"""Resolved settings handed to worker processes (`toolshim --workers N`)."""
+
+
+def from_env() -> Starlette:
+    """App factory for uvicorn workers: `uvicorn --factory proxy.app:from_env --workers N`.
+
+    Uses the settings the parent resolved if present, else TOOLSHIM_* variables.
+    """
+    from proxy.logs import setup_logging
+    from proxy.settings import load_settings
+
+    raw = os.environ.get(SETTINGS_ENV)
+    settings = Settings.model_validate_json(raw) if raw else load_settings(None)
+    setup_logging(settings.log_level, settings.log_format, settings.api_keys)
+    return create_app(settings)
+
+
 def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starlette:
     """The app; `app.state.drain` is what a server calls `begin()` on when it stops."""
     drain = Drain(settings.shutdown_grace)

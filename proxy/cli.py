@@ -43,7 +43,10 @@ def _serve(argv: list[str]) -> int:
     from proxy.logs import setup_logging
 
     setup_logging(settings.log_level, settings.log_format, _secrets(settings))
-    _run(settings)
+    if settings.workers > 1:
+        _run_workers(settings)
+    else:
+        _run(settings)
     return 0
 
 
@@ -79,6 +82,23 @@ def _run(settings: Settings) -> None:
     # Orchestrators read a drained stop as success, so the re-raise is a no-op.
     signal.signal(signal.SIGTERM, lambda signum, frame: None)
     DrainingServer(config).run()
+
+
+def _run_workers(settings: Settings) -> None:
+    """Several processes: uvicorn's supervisor imports the app factory in each.
+
+    The resolved settings travel in the environment (flags included); workers
+    learn independently and meet in capabilities.yaml, which each reloads.
+    """
+    import uvicorn
+
+    from proxy.app import SETTINGS_ENV
+
+    os.environ[SETTINGS_ENV] = settings.model_dump_json()
+    uvicorn.run("proxy.app:from_env", factory=True, workers=settings.workers,
+                host=settings.host, port=settings.port, log_config=None,
+                log_level=settings.log_level, access_log=False, server_header=False,
+                timeout_graceful_shutdown=math.ceil(settings.shutdown_grace) + 2)
 
 
 def _check(argv: list[str]) -> int:

@@ -53,6 +53,7 @@ class Settings(BaseModel):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     log_prompts: bool = False
+    workers: int = Field(1, ge=1, le=64)
 
     @field_validator("upstreams")
     @classmethod
@@ -108,6 +109,7 @@ ENV_NAMES: Mapping[str, str] = {
     "log_level": "TOOLSHIM_LOG_LEVEL",
     "log_format": "TOOLSHIM_LOG_FORMAT",
     "log_prompts": "TOOLSHIM_LOG_PROMPTS",
+    "workers": "TOOLSHIM_WORKERS",
 }
 _LISTS = {"upstreams", "api_keys"}
 _PAIRS = {"routes", "upstream_key_envs"}
@@ -152,6 +154,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--log-format", choices=["json", "text"], help="TOOLSHIM_LOG_FORMAT (default json)")
     add("--log-prompts", action="store_true", default=None,
         help="log whole prompts at debug level (TOOLSHIM_LOG_PROMPTS)")
+    add("--workers", type=int,
+        help="worker processes; they share what they learn through the capabilities file "
+             "(TOOLSHIM_WORKERS, default 1)")
 
 
 def _from_env(name: str, raw: str) -> object:

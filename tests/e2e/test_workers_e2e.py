@@ -1,0 +1,86 @@
+"""Several worker processes share what they learn through capabilities.yaml."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from ruamel.yaml import YAML
+
+from support.fake_ollama import FakeOllama
+from support.servers import free_port
+
+TOOLS: list[Any] = [{"type": "function", "function": {
+    "name": "get_weather", "parameters": {"type": "object", "properties": {}}}}]
+MSG: list[Any] = [{"role": "user", "content": "hi"}]
+REFUSING = ["gemma3:4b", "phi3:mini", "llama2:7b", "tinyllama:1b"]
+
+
+@pytest.fixture
+def workers_url(fake: FakeOllama, fake_url: str, caps_path: Path) -> Iterator[str]:
+    for name in REFUSING[1:]:
+        fake.add_model(name, tools=False)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proxy", "--workers", "2", "--port", str(port),
+         "--upstream", fake_url, "--capabilities", str(caps_path), "--no-probe",
+         "--reload-interval", "0.1", "--log-level", "warning"],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "workers did not start"
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _learned(path: Path) -> dict[str, Any]:
+    return dict((YAML(typ="safe").load(path.read_text()) or {}).get("learned") or {})
+
+
+def test_workers_learn_together(fake: FakeOllama, workers_url: str, caps_path: Path) -> None:
+    sdk = openai.OpenAI(base_url=workers_url + "/v1", api_key="x", max_retries=0)
+
+    def ask(model: str) -> str | None:
+        return sdk.chat.completions.create(model=model, messages=MSG,
+                                           tools=TOOLS).choices[0].message.content
+
+    with ThreadPoolExecutor(8) as pool:  # both workers learn different models at once
+        answers = list(pool.map(ask, REFUSING * 2))
+    assert answers == [f"Hello from {m}" for m in REFUSING * 2]
+
+    deadline = time.monotonic() + 10
+    while set(_learned(caps_path)) != set(REFUSING):
+        assert time.monotonic() < deadline, _learned(caps_path)
+        time.sleep(0.05)
+    assert all(e["tools"] == "off" for e in _learned(caps_path).values())
+    time.sleep(0.5)  # every worker notices the file changed
+
+    before = len(fake.chat_requests())
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(ask, REFUSING * 4))
+    sent = fake.chat_requests()[before:]
+    assert len(sent) == len(REFUSING) * 4  # no refusal, no retry, in either worker
+    assert not any("tools" in body for body in sent)
