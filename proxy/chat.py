@@ -38,10 +38,15 @@ async def chat_completions(request: Request) -> Response:
     try:
         return await _handle(ex)
     except ApiError as exc:
-        ex.finish(exc.status, exc.message)
-        response = exc.response()
-        response.headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
-        return response
+        error = exc
+    except Exception:
+        # A bug of ours must still end as one clean, logged, OpenAI-shaped error.
+        svc.telemetry.log.exception("chat request failed inside toolshim")
+        error = ApiError(500, "internal error in toolshim", type_="server_error")
+    ex.finish(error.status, error.message)
+    response = error.response()
+    response.headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
+    return response
 
 
 async def _handle(ex: Exchange) -> Response:
@@ -52,21 +57,24 @@ async def _handle(ex: Exchange) -> Response:
     ex.record.stream = bool(chat.get("stream"))
     profile = await resolve_profile(svc, chat["model"], upstream)
     await svc.limiter.acquire(upstream.root)
+    response: httpx.Response | None = None
+    handed_to_relay = False
     try:
         response, plan = await send_with_retry(ex, chat, profile, upstream)
-    except BaseException:
-        await svc.limiter.release(upstream.root)
-        raise
-    pipeline = build_pipeline(
-        client_tools=chat.get("tools") or [], profile=profile, plan=plan,
-        parallel_tool_calls=chat.get("parallel_tool_calls"),
-        schema_cache=svc.schema_cache, id_factory=new_call_id)
-    if ex.record.stream:
-        return stream(ex, response, pipeline, upstream, trivial=_trivial(chat, profile))
-    try:
+        pipeline = build_pipeline(
+            client_tools=chat.get("tools") or [], profile=profile, plan=plan,
+            parallel_tool_calls=chat.get("parallel_tool_calls"),
+            schema_cache=svc.schema_cache, id_factory=new_call_id)
+        if ex.record.stream:
+            reply = stream(ex, response, pipeline, upstream, trivial=_trivial(chat, profile))
+            handed_to_relay = True  # from here the relay closes and releases
+            return reply
         return await complete(ex, response, pipeline, upstream)
     finally:
-        await svc.limiter.release(upstream.root)
+        if not handed_to_relay:
+            if response is not None:
+                await response.aclose()
+            await svc.limiter.release(upstream.root)
 
 
 def _trivial(chat: ChatRequest, profile: Profile) -> bool:

@@ -77,3 +77,6 @@ def setup_logging(level: str, fmt: str, secrets: Iterable[str] = ()) -> None:
         logging.getLogger(name).propagate = True
     # One line per request comes from telemetry; uvicorn's access line would double it.
     logging.getLogger("uvicorn.access").disabled = True
+    # httpx logs every upstream request at INFO; the request line already says it.
+    if level.lower() != "debug":
+        logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -81,9 +81,11 @@ def stream(ex: Exchange, response: httpx.Response, pipeline: ResponsePipeline,
     headers = response_headers(ex)
     headers["cache-control"] = "no-cache"
     headers["x-accel-buffering"] = "no"
-    body = _Relay(ex, response, pipeline, upstream, trivial).run()
-    return StreamingResponse(body, media_type="text/event-stream", headers=headers,
-                             background=BackgroundTask(response.aclose))
+    relay = _Relay(ex, response, pipeline, upstream, trivial)
+    # close() runs from the generator's finally and again as the background
+    # task: if the client leaves before the body starts, only the second runs.
+    return StreamingResponse(relay.run(), media_type="text/event-stream", headers=headers,
+                             background=BackgroundTask(relay.close))
 
 
 class _Relay:
@@ -100,11 +102,11 @@ class _Relay:
         self.decoder = SseDecoder()
         self.own_s = ex.overhead_ms() / 1000
         """time the proxy itself spent on this request: before sending, then per piece."""
+        self.status = 200
+        self.closed = False
+        ex.svc.telemetry.stream_opened()
 
     async def run(self) -> AsyncIterator[bytes]:
-        svc = self.ex.svc
-        svc.telemetry.stream_opened()
-        status = 200
         try:
             if "event-stream" not in self.response.headers.get("content-type", ""):
                 # A backend that ignored stream=true answers JSON: stream it anyway.
@@ -123,17 +125,35 @@ class _Relay:
                     break
             yield self._end()
         except ApiError as exc:
-            status, self.error = exc.status, exc.message
+            self.status, self.error = exc.status, exc.message
             yield self._flush(failed=True) + _error_frame(exc.message, exc.status, exc.code) \
                 + DONE_FRAME
+        except (GeneratorExit, anyio.get_cancelled_exc_class()):
+            self.status, self.error = 499, "client closed the stream"
+            raise
+        except Exception:
+            # A bug of ours mid-stream: log it once, end the stream cleanly.
+            self.ex.svc.telemetry.log.exception("stream failed inside toolshim")
+            self.status, self.error = 500, "internal error in toolshim"
+            yield _error_frame(self.error, 500, "internal_error") + DONE_FRAME
         finally:
             with anyio.CancelScope(shield=True):
-                await self.response.aclose()
-                await svc.limiter.release(self.upstream.root)
-                self.ex.upstream_s = time.perf_counter() - self.ex.started - self.own_s
-                _count_calls(self.ex, self.pipeline)
-                svc.telemetry.stream_closed()
-                self.ex.finish(status, self.error)
+                await self.close()
+
+    async def close(self) -> None:
+        """Close upstream, free the slot, account the request: once, whoever calls first."""
+        if self.closed:
+            return
+        self.closed = True
+        svc = self.ex.svc
+        try:
+            await self.response.aclose()
+        finally:
+            await svc.limiter.release(self.upstream.root)
+            self.ex.upstream_s = time.perf_counter() - self.ex.started - self.own_s
+            _count_calls(self.ex, self.pipeline)
+            svc.telemetry.stream_closed()
+            self.ex.finish(self.status, self.error)
 
     async def _from_json(self) -> bytes:
         raw = await _read_all(self.response, self.upstream)

@@ -19,28 +19,11 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from proxy.formats import FORMATS
 from proxy.types import Fallback, InvalidPolicy, ReasoningPolicy, ToolMode
 
-TOOL_FORMATS: frozenset[str] = frozenset(
-    {
-        "hermes",
-        "qwen3_coder_xml",
-        "mistral",
-        "llama3_json",
-        "pythonic",
-        "lfm2",
-        "deepseek_v3",
-        "deepseek_v31",
-        "kimi_k2",
-        "granite",
-        "phi4_mini",
-        "functionary",
-        "xlam",
-        "glm45",
-        "minimax_m2",
-        "json_block",
-    }
-)
+# Every registered text format is a valid tool_format: adding a format module is enough.
+TOOL_FORMATS: frozenset[str] = frozenset(FORMATS)
 """Names `tool_format` accepts; formats/__init__.py maps each to its module."""
 
 GLOB_CHARS = frozenset("*?[")
