@@ -101,7 +101,8 @@ def find_blocks(
     protected = protected_spans(text)
     blocks: list[Block] = []
     pos = 0
-    while (match := starts.search(text, pos)) is not None:
+    # pos past the end is clamped by re, where an empty start pattern would match forever.
+    while pos <= len(text) and (match := starts.search(text, pos)) is not None:
         at = match.start()
         skip = _inside(protected, at)
         if skip is not None:

@@ -109,3 +109,7 @@ def test_backticks_inside_a_recovered_block_do_not_protect_the_next() -> None:
         return Block(at, at + 13, (ParsedCall("x", {}),))
 
     assert len(find_blocks(text, re.compile("<c>"), parse_at)) == 2
+
+
+def test_empty_start_pattern_on_empty_text_terminates() -> None:
+    assert find_blocks("", re.compile(r"\A"), lambda t, at: None) == []
