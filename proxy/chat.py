@@ -85,8 +85,10 @@ def _trivial(chat: ChatRequest, profile: Profile) -> bool:
 async def resolve_profile(svc: Services, model: str, upstream: Upstream) -> Profile:
     """The model's profile; on first sight of an unknown model, ask the backend once."""
     store = svc.store
-    if svc.settings.probe and model not in svc.probed and not store.has_entry(model):
+    if svc.settings.probe and model not in svc.probed:
         svc.probed[model] = True
+        if store.has_entry(model):
+            return store.profile(model)
         found = await probe_metadata(upstream.client, upstream.root, model,
                                      timeout=svc.settings.probe_timeout)
         if found is not None:

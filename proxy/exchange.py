@@ -46,6 +46,8 @@ class Exchange:
 
 def learn(svc: Services, observations: list[Observation], upstream: str | None) -> None:
     """Turn findings into learned facts and write them after the response."""
+    if not observations:
+        return
     facts = facts_from(observations, at=now_iso(), upstream=upstream)
     if facts:
         store: CapabilityStore = svc.store

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from proxy.metrics import LiveState, Metrics, reason_label
@@ -40,7 +40,8 @@ class RequestRecord:
     changes: list[str] = field(default_factory=list)
 
     def as_log(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if v not in (None, [], 0, 0.0, False)
+        # vars(), not asdict(): no deep copy on the per-request path.
+        out = {k: v for k, v in vars(self).items() if v not in (None, [], 0, 0.0, False)
                or k in ("status", "request_id", "endpoint")}
         if self.upstream:
             out["upstream"] = redact_url(self.upstream)

@@ -31,7 +31,7 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from proxy.capabilities.load import parse_capabilities
-from proxy.capabilities.resolve import has_entry, normalise_model_name, resolve_profile
+from proxy.capabilities.resolve import Resolver, normalise_model_name
 from proxy.capabilities.schema import Capabilities, LearnedEntry
 from proxy.learning import LearnedFact, fact_is_news, merge_fact
 from proxy.types import Profile
@@ -54,6 +54,7 @@ class CapabilityStore:
         self._lock = threading.RLock()  # guards the in-memory state below
         self._write_lock = threading.Lock()  # one disk merge at a time per process
         self._caps = Capabilities()
+        self._resolver = Resolver.build(self._caps)
         self._stat: StatKey | None = None
         self._loaded = False
         self._checked_at = -math.inf
@@ -72,14 +73,20 @@ class CapabilityStore:
         with self._lock:
             found = self._cache.get(model)
             if found is None:
-                found = self._cache[model] = resolve_profile(self._caps, model)
+                found = self._cache[model] = self._resolver.resolve(model)
             return found
 
     def capabilities(self) -> Capabilities:
         return self._caps
 
     def has_entry(self, model: str) -> bool:
-        return has_entry(self._caps, model)
+        return self._resolver.has_entry(model)
+
+    def _use(self, caps: Capabilities) -> None:
+        """Put a version in force: globs compiled once, resolved profiles forgotten."""
+        self._caps = caps
+        self._resolver = Resolver.build(caps)
+        self._cache.clear()
 
     def last_error(self) -> str | None:
         """The problems of the file on disk ("path:line: reason"), None while it is good."""
@@ -117,8 +124,7 @@ class CapabilityStore:
             if not news:
                 return
             self._pending.extend(news)
-            self._caps = _apply(self._caps, news)
-            self._cache.clear()
+            self._use(_apply(self._caps, news))
         with self._write_lock:
             with self._lock:
                 batch = list(self._pending)
@@ -135,8 +141,7 @@ class CapabilityStore:
         return True
 
     def _install(self, caps: Capabilities) -> None:
-        self._caps = _apply(caps, self._pending) if self._pending else caps
-        self._cache.clear()
+        self._use(_apply(caps, self._pending) if self._pending else caps)
         self._last_error = None
         self.generation += 1
 

@@ -8,6 +8,8 @@ know any particular format's syntax, or look inside a closed `<think>` block.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from collections.abc import Mapping, Sequence
 
@@ -43,6 +45,38 @@ def split_reasoning(text: str) -> list[tuple[str, bool]]:
         pos = stop
     pieces.append((text[pos:], False))
     return [(piece, reasoning) for piece, reasoning in pieces if piece]
+
+
+class MarkerSet:
+    """Markers compiled once: where the first one starts, and how much of the
+    tail could still become one. Per-chunk work on the streaming path, so one
+    regex search and a few set lookups instead of a loop over every marker."""
+
+    def __init__(self, markers: tuple[str, ...]) -> None:
+        ordered = sorted(markers, key=len, reverse=True)
+        self._find = re.compile("|".join(re.escape(m) for m in ordered)) if ordered else None
+        self._prefixes = frozenset(m[:size] for m in markers for size in range(1, len(m)))
+        self._tails = frozenset(p[-1] for p in self._prefixes)
+        self._longest = max((len(m) for m in markers), default=1) - 1
+
+    def first(self, text: str) -> tuple[int, str] | None:
+        found = self._find.search(text) if self._find is not None else None
+        return (found.start(), found.group()) if found else None
+
+    def partial_suffix(self, text: str) -> int:
+        """Length of the longest suffix of text that is a proper prefix of a marker."""
+        if not text or text[-1] not in self._tails:
+            return 0
+        for size in range(min(self._longest, len(text)), 0, -1):
+            if text[-size:] in self._prefixes:
+                return size
+        return 0
+
+
+@functools.lru_cache(maxsize=64)
+def marker_set(markers: tuple[str, ...]) -> MarkerSet:
+    """Memo over an immutable key: every stream with the same formats shares one."""
+    return MarkerSet(markers)
 
 
 def partial_suffix(text: str, markers: tuple[str, ...]) -> int:

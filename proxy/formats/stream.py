@@ -20,6 +20,7 @@ from proxy.formats.detect import (
     THINK_BREAKERS,
     THINK_CLOSE,
     THINK_OPEN,
+    marker_set,
     partial_suffix,
     recover_with,
     think_end,
@@ -48,6 +49,7 @@ class StreamRecovery:
         self._keep = keep_reasoning
         markers = {m for fmt in self._order for m in fmt.markers if m not in GENERIC_MARKERS}
         self._markers = tuple(sorted(markers | {THINK_OPEN}, key=len, reverse=True))
+        self._marker_set = marker_set(self._markers)
         self._buf = ""
         self._line = ""  # prose sent since the last newline: context for the parsers
         self._holding = False
@@ -166,10 +168,9 @@ class StreamRecovery:
                     found.append((0, "partial"))
                 elif buf.startswith(lead):
                     found.append((0, "marker"))
-        for marker in self._markers:
-            at = buf.find(marker)
-            if at >= 0:
-                found.append((at, "think" if marker == THINK_OPEN else "marker"))
+        hit = self._marker_set.first(buf)
+        if hit is not None:
+            found.append((hit[0], "think" if hit[1] == THINK_OPEN else "marker"))
         source = self._line + buf
         for match in _LINE_START.finditer(source):
             at = match.start(1) - len(self._line)
@@ -179,7 +180,7 @@ class StreamRecovery:
         partial = _PARTIAL_FENCE.search(source)
         if partial is not None and partial.start(1) >= len(self._line):
             found.append((partial.start(1) - len(self._line), "partial"))
-        found.append((len(buf) - partial_suffix(buf, self._markers), "partial"))
+        found.append((len(buf) - self._marker_set.partial_suffix(buf), "partial"))
         return min(found)
 
     def _resolve(self) -> list[Item] | None:
@@ -237,7 +238,7 @@ class StreamRecovery:
         return None
 
     def _has_start(self, text: str) -> bool:
-        return any(marker in text for marker in self._markers) or bool(_LINE_START.search(text))
+        return self._marker_set.first(text) is not None or bool(_LINE_START.search(text))
 
     def _fresh(self, text: str) -> str:
         """text without the prose already sent on this line (the parsers' context)."""
