@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from proxy.formats.base import ParsedCall, ParseResult, TextFormat
 
-SHARED = Path("/work/shared")
+# Copies of ../shared/textcalls-sample.jsonl and tools.json: CI clones the repo anywhere.
+SHARED = Path(__file__).parent / "data"
 TOOL_DEFS: list[dict[str, Any]] = json.loads((SHARED / "tools.json").read_text())
 SCHEMAS: dict[str, dict[str, Any]] = {
     t["function"]["name"]: t["function"]["parameters"] for t in TOOL_DEFS
