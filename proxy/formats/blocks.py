@@ -47,11 +47,10 @@ def protected_spans(text: str) -> list[tuple[int, int]]:
     """Regions where markup is an example, not a call (formats.md §1)."""
     spans = _fence_spans(text)
     spans += [(m.start(), m.end()) for m in _INLINE_CODE.finditer(text)]
+    # Reasoning forced open by the prompt (only `</think>` appears) is removed
+    # by formats.detect before any format parses; here a lone close tag may
+    # well be data inside a call's arguments.
     spans += [(m.start(), m.end()) for m in _THINK.finditer(text)]
-    close = text.find("</think>")
-    if close >= 0 and "<think>" not in text[:close]:
-        # Thinking forced open by the prompt: only the close tag appears.
-        spans.append((0, close + len("</think>")))
     return sorted(spans)
 
 

@@ -35,7 +35,7 @@ def _covered(text: str) -> list[str]:
         ("Here:\n```\n<c>\n```", False),
         ("Use `<c>` for that.", True),
         ("<think>maybe <c></think>answer", True),
-        ("forced open <c></think>answer", True),
+        ("lone close tag <c></think>answer", False),  # detect strips forced-open reasoning
         ("plain <c> text", False),
     ],
 )
@@ -113,3 +113,13 @@ def test_backticks_inside_a_recovered_block_do_not_protect_the_next() -> None:
 
 def test_empty_start_pattern_on_empty_text_terminates() -> None:
     assert find_blocks("", re.compile(r"\A"), lambda t, at: None) == []
+
+
+def test_think_tags_inside_arguments_do_not_hide_later_calls() -> None:
+    text = '<c>{"a": "</think>"}<c>{"a": "<think>"}<c>{}'
+
+    def parse_at(t: str, at: int) -> Block | None:
+        end = t.find("}", at) + 1
+        return Block(at, end, (ParsedCall("x", {}),))
+
+    assert len(find_blocks(text, re.compile("<c>"), parse_at)) == 3
