@@ -8,7 +8,7 @@ from sample_corpus import SCHEMAS, assert_round_trip, assert_tools_listed, simpl
 from proxy.formats.apertus import FORMAT
 from proxy.formats.base import ParsedCall
 
-_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=10)
+_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=10)
 
 
 def _parse(text: str) -> tuple[tuple[ParsedCall, ...], str | None]:

@@ -17,7 +17,7 @@ from sample_corpus import (
 from proxy.formats.base import ParsedCall
 from proxy.formats.functionary import FORMAT
 
-_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=10)
+_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=10)
 
 
 def _parse(text: str, tools: dict[str, Any] = SCHEMAS) -> tuple[tuple[ParsedCall, ...], str | None]:

@@ -74,7 +74,7 @@ def test_llama_builtin_call_only_if_offered() -> None:
     assert FORMAT.parse(text, offered).calls == (ParsedCall("brave_search", {"query": "weather"}),)
 
 
-_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=10)
+_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=10)
 
 
 @settings(max_examples=60, deadline=None)

@@ -17,7 +17,7 @@ from sample_corpus import (
 from proxy.formats.base import ParsedCall
 from proxy.formats.xlam import FORMAT
 
-_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=10)
+_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=10)
 _CALL = '{"name": "read_file", "arguments": {"path": "a"}}'
 
 
