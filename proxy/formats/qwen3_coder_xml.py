@@ -101,7 +101,9 @@ def _value_end(text: str, start: int, schema: JSON) -> tuple[int, int] | None:
     if line is not None and (close is None or line.start() < close):
         return line.start() + 1, line.start() + 1
     if close is None:
-        return None
+        # The last parameter's close missing before a line-start </function>.
+        end = text.find("\n</function>", start)
+        return (end + 1, end + 1) if end >= 0 else None
     return close, close + len(_PARAM_CLOSE)
 
 

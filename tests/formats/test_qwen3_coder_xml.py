@@ -127,3 +127,8 @@ def test_round_trip(calls: list[ParsedCall]) -> None:
 def test_render_tools_lists_every_tool() -> None:
     assert_tools_listed(FORMAT)
     assert "<tool_response>" in FORMAT.render_result("bash", "ok")
+
+
+def test_last_parameter_close_missing_before_function_close() -> None:
+    text = "<tool_call>\n<function=read_file>\n<parameter=path>\na.txt\n</function>\n</tool_call>"
+    assert FORMAT.parse(text, SCHEMAS).calls == (ParsedCall("read_file", {"path": "a.txt"}),)
