@@ -259,3 +259,9 @@ def wrapped_json_block(
     end = skip_space(text, found[1])
     end = end + len(closer) if closer and text.startswith(closer, end) else found[1]
     return section_block(text, at, end, parts, tools)
+
+
+def json_int(value: int) -> int | float:
+    """An integer as JSON decoding gives it: beyond 64 bits, a float (as orjson
+    does), so that every recovered argument can be serialised again."""
+    return value if -(2**63) <= value < 2**64 else float(value)

@@ -17,7 +17,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import Block, find_blocks, section_block, splice, tool_list, valid_name
+from proxy.formats.blocks import (
+    Block,
+    find_blocks,
+    json_int,
+    section_block,
+    splice,
+    tool_list,
+    valid_name,
+)
 from proxy.formats.jsonish import scan_json_value
 from proxy.types import JSON, ToolDef
 
@@ -49,6 +57,8 @@ def _literal(node: ast.expr) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, type(None))):
         if isinstance(node.value, float) and not math.isfinite(node.value):
             raise _NotLiteral
+        if isinstance(node.value, int) and not isinstance(node.value, bool):
+            return json_int(node.value)
         return node.value
     if isinstance(node, ast.Name) and node.id in _WORDS:
         # JSON words inside a Python call: a harmless repair (formats.md §3.5).

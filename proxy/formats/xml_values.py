@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from proxy.formats.blocks import dumps
+from proxy.formats.blocks import dumps, json_int
 from proxy.formats.jsonish import loads_lenient
 from proxy.types import JSON
 
@@ -75,10 +75,11 @@ def _as(kind: str, text: str) -> tuple[bool, Any]:
         lowered = text.lower()
         return lowered in ("true", "false"), lowered == "true"
     if kind == "integer":
-        return (True, int(text)) if _INTEGER.fullmatch(text) else (False, None)
+        value = _integer(text)
+        return (value is not None), value
     if kind == "number":
-        if _INTEGER.fullmatch(text):
-            return True, int(text)
+        if (value := _integer(text)) is not None:
+            return True, value
         if _NUMBER.fullmatch(text) and math.isfinite(float(text)):
             return True, float(text)
         return False, None
@@ -87,6 +88,15 @@ def _as(kind: str, text: str) -> tuple[bool, Any]:
     if decoded is not None and isinstance(decoded[0], wanted):
         return True, decoded[0]
     return False, None
+
+
+def _integer(text: str) -> int | float | None:
+    if not _INTEGER.fullmatch(text):
+        return None
+    try:
+        return json_int(int(text))
+    except ValueError:  # beyond Python's digit limit for int(): not a number we keep
+        return None
 
 
 def render_value(value: Any) -> str:

@@ -85,3 +85,10 @@ def test_round_trip(calls: list[ParsedCall]) -> None:
 
 def test_render_tools_lists_every_tool() -> None:
     assert_tools_listed(FORMAT)
+
+
+def test_integers_beyond_64_bits_decode_like_json() -> None:
+    result = FORMAT.parse(f"[bash(command='ls', timeout={10**30})]", SCHEMAS)
+    assert result.calls == (ParsedCall("bash", {"command": "ls", "timeout": 1e30}),)
+    huge = f"[bash(command='ls', timeout={'1' * 5000})]"
+    assert FORMAT.parse(huge, SCHEMAS).calls == ()

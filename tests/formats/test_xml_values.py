@@ -38,6 +38,8 @@ _OBJECT = {"type": "object", "properties": {"a": {"type": "string"}}}
         ("12", {"anyOf": [{"type": "null"}, {"type": "integer"}]}, 12),
         ("12", None, "12"),
         ("12", {}, "12"),
+        ("1" * 30, {"type": "integer"}, float("1" * 30)),
+        ("1" * 5000, {"type": "integer"}, "1" * 5000),
     ],
 )
 def test_convert(raw: str, schema: Any, expected: Any) -> None:
