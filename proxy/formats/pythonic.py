@@ -96,6 +96,17 @@ def _call(node: ast.expr) -> ParsedCall:
     return ParsedCall(name, arguments)
 
 
+def _segment_of(source: str, node: ast.expr) -> str:
+    """node's source text; ast.get_source_segment is quadratic on one long line."""
+    end_line, end_col = node.end_lineno, node.end_col_offset
+    if "\r" in source or end_line is None or end_col is None:
+        return ast.get_source_segment(source, node) or ""
+    data = source.encode()  # ast offsets count UTF-8 bytes
+    starts = [0] + [m.end() for m in re.finditer(b"\n", data)]
+    begin = starts[node.lineno - 1] + node.col_offset
+    return data[begin : starts[end_line - 1] + end_col].decode()
+
+
 def call_list(source: str, bare: bool = False) -> list[tuple[ParsedCall, str]] | None:
     """Calls (with their source text) of a Python list of calls; None if it is anything else."""
     try:
@@ -104,7 +115,7 @@ def call_list(source: str, bare: bool = False) -> list[tuple[ParsedCall, str]] |
         items = [body] if bare else body.elts if isinstance(body, ast.List) else None
         if not items:
             return None
-        return [(_call(item), ast.get_source_segment(source.strip(), item) or "") for item in items]
+        return [(_call(item), _segment_of(source.strip(), item)) for item in items]
     except (_NotLiteral, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

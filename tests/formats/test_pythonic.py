@@ -92,3 +92,10 @@ def test_integers_beyond_64_bits_decode_like_json() -> None:
     assert result.calls == (ParsedCall("bash", {"command": "ls", "timeout": 1e30}),)
     huge = f"[bash(command='ls', timeout={'1' * 5000})]"
     assert FORMAT.parse(huge, SCHEMAS).calls == ()
+
+
+def test_unknown_elements_keep_their_exact_source_across_lines() -> None:
+    text = '[book(a="é"),\n  read_file(path="ü"), book(b=[1,\n2])]'
+    result = FORMAT.parse(text, SCHEMAS)
+    assert result.calls == (ParsedCall("read_file", {"path": "ü"}),)
+    assert result.text == 'book(a="é")\nbook(b=[1,\n2])'
