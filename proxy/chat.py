@@ -21,8 +21,8 @@ from proxy.errors import ApiError, upstream_error_body
 from proxy.exchange import Exchange, now_iso
 from proxy.learning import facts_from
 from proxy.probe import probe_metadata
-from proxy.relay import complete, stream
 from proxy.refusals import Refusal, classify_refusal
+from proxy.relay import complete, stream
 from proxy.retry import initial_plan, next_plan, rung_name
 from proxy.services import Services, new_call_id
 from proxy.telemetry import RequestRecord

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import anyio
 from starlette.requests import Request
@@ -56,7 +56,7 @@ def learn(svc: Services, observations: list[Observation], upstream: str | None) 
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def response_headers(ex: Exchange) -> dict[str, str]:

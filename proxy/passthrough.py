@@ -10,6 +10,7 @@ import asyncio
 import time
 from typing import Any
 
+import httpx
 import orjson
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -53,7 +54,7 @@ async def fetch_listing(upstream: Upstream) -> list[dict[str, Any]] | None:
     """An upstream's /v1/models `data`; Ollama says `"data": null` when it has none."""
     try:
         response = await upstream.client.get("/v1/models", timeout=_LISTING_TIMEOUT)
-    except Exception:  # any transport failure: this upstream just has no listing now
+    except httpx.HTTPError:  # any transport failure: this upstream just has no listing now
         return None
     if response.status_code != 200:
         return None

@@ -33,7 +33,7 @@ _PROBE_TOOL: JSON = {
 def server_root(url: str) -> str:
     """The server root of an upstream given with or without a trailing /v1."""
     root = url.rstrip("/")
-    return root[: -len("/v1")] if root.endswith("/v1") else root
+    return root.removesuffix("/v1")
 
 
 async def probe_metadata(

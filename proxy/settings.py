@@ -83,7 +83,7 @@ def upstream_root(url: str) -> str:
     url = url.strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"upstream URL must start with http:// or https://: {url!r}")
-    return url[:-3] if url.endswith("/v1") else url
+    return url.removesuffix("/v1")
 
 
 # flag dest -> environment variable; the names are a public contract.

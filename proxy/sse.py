@@ -30,7 +30,7 @@ class SseEvent:
 class SseDecoder:
     """feed(bytes) -> complete events; `pending` says whether a partial event is buffered."""
 
-    __slots__ = ("_tail", "_data", "_event")
+    __slots__ = ("_data", "_event", "_tail")
 
     def __init__(self) -> None:
         self._tail = b""

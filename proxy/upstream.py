@@ -108,9 +108,7 @@ def transport_error(exc: httpx.TransportError, root: str) -> ApiError:
     # look at the aiohttp cause to tell a refusal from a real timeout.
     timed_out = isinstance(exc, httpx.TimeoutException)
     if isinstance(cause, aiohttp.ClientConnectorError) and not isinstance(
-            cause, aiohttp.ServerTimeoutError):
-        timed_out = False
-    elif isinstance(cause, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError)):
+            cause, aiohttp.ServerTimeoutError) or isinstance(cause, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError)):
         timed_out = False
     elif isinstance(cause, (aiohttp.ServerTimeoutError, TimeoutError)):
         timed_out = True

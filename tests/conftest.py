@@ -10,11 +10,11 @@ import httpx
 import openai
 import pytest
 from starlette.applications import Starlette
+from support.fake_ollama import FakeOllama
+from support.servers import serve
 
 from proxy.app import create_app
 from proxy.settings import Settings
-from support.fake_ollama import FakeOllama
-from support.servers import serve
 
 
 @pytest.fixture

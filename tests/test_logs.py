@@ -14,8 +14,7 @@ from support.fake_ollama import FakeOllama, Reply, tool_call
 
 from proxy.app import create_app
 from proxy.logs import MASK, JsonFormatter, TextFormatter, setup_logging
-from proxy.settings import Settings
-from proxy.settings import redact_url
+from proxy.settings import Settings, redact_url
 from proxy.telemetry import RequestRecord, Telemetry
 
 KEY = "tsk-live-0123456789abcdef"

@@ -9,7 +9,6 @@ know any particular format's syntax, or look inside a closed `<think>` block.
 from __future__ import annotations
 
 import functools
-
 import re
 from collections.abc import Mapping, Sequence
 

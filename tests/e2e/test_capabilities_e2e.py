@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 import openai
-
 from support.fake_ollama import FakeOllama
 
 TOOLS: list[Any] = [

@@ -9,11 +9,11 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from support.fake_ollama import FakeOllama, Reply
+from support.servers import free_port, serve
 
 from proxy.app import create_app
 from proxy.settings import Settings
-from support.fake_ollama import FakeOllama, Reply
-from support.servers import free_port, serve
 
 MSG = [{"role": "user", "content": "hi"}]
 
@@ -149,9 +149,9 @@ def test_upstream_reset_mid_stream_ends_with_error(fake: FakeOllama,
 
 def test_garbage_mid_stream_ends_with_error(fake: FakeOllama, client: openai.OpenAI) -> None:
     fake.reply("qwen3:8b", Reply(raw_events=[
-        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"qwen3:8b",'
-        b'"choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},'
-        b'"finish_reason":null}]}\n\n',
+        (b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"qwen3:8b",'
+         b'"choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},'
+         b'"finish_reason":null}]}\n\n'),
         b"data: <html>oops</html>\n\n"]))
     stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True)
     with pytest.raises(openai.APIError):

@@ -8,10 +8,10 @@ from typing import Any
 
 import openai
 import pytest
+from support.fake_ollama import FakeOllama, Reply
 
 from proxy.formats import FORMATS, get_format
 from proxy.formats.base import ParsedCall
-from support.fake_ollama import FakeOllama, Reply
 
 WEATHER: dict[str, Any] = {"type": "function", "function": {
     "name": "get_weather", "description": "Current weather for a city",

@@ -9,11 +9,11 @@ from typing import Any
 
 import openai
 from ruamel.yaml import YAML
+from support.fake_ollama import FakeOllama
+from support.servers import serve
 
 from proxy.app import create_app
 from proxy.settings import Settings
-from support.fake_ollama import FakeOllama
-from support.servers import serve
 
 TOOLS: list[Any] = [{"type": "function", "function": {
     "name": "get_weather",

@@ -6,7 +6,6 @@ from typing import Any
 
 import openai
 import pytest
-
 from support.fake_ollama import FakeOllama, Reply, tool_call
 
 WEATHER = {"type": "function", "function": {

@@ -16,7 +16,6 @@ import httpx
 import openai
 import pytest
 from ruamel.yaml import YAML
-
 from support.fake_ollama import FakeOllama
 from support.servers import free_port
 
