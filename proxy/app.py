@@ -25,11 +25,11 @@ from proxy.errors import ApiError, error_body
 from proxy.limits import Limiter
 from proxy.metrics import CONTENT_TYPE
 from proxy.middleware import ApiKeyMiddleware, Drain, DrainMiddleware, RequestIdMiddleware
-from proxy.passthrough import fetch_listing, forward, list_models
+from proxy.passthrough import forward, list_models
 from proxy.services import Services
 from proxy.settings import Settings
 from proxy.telemetry import Telemetry
-from proxy.upstream import Upstream, make_client
+from proxy.upstream import Upstream, fetch_listing, make_client
 
 log = logging.getLogger("toolshim")
 

@@ -9,6 +9,8 @@ Only this module, passthrough.py, upstream.py and the store do I/O.
 from __future__ import annotations
 
 import time
+from collections.abc import Coroutine
+from typing import Any
 
 import anyio
 import httpx
@@ -50,9 +52,45 @@ async def chat_completions(request: Request) -> Response:
 
 
 async def _handle(ex: Exchange) -> Response:
+    chat = parse_chat_request(await read_body(ex.request, ex.svc.settings.max_body_bytes))
+    reply = await _unless_client_leaves(ex.request, _answer(ex, chat))
+    if reply is None:
+        raise ApiError(499, "client closed the connection", code="client_closed")
+    return reply
+
+
+async def _unless_client_leaves(request: Request,
+                                work: Coroutine[Any, Any, Response]) -> Response | None:
+    """Run work; a client that hangs up first cancels it, and with it the upstream call.
+
+    Until the response starts nothing else notices a departed client, and a
+    non-streaming Ollama answer (or a model load) can keep a GPU busy for minutes.
+    """
+    done: list[Response] = []
+    try:
+        async with anyio.create_task_group() as group:
+            async def watch() -> None:
+                while (await request.receive())["type"] != "http.disconnect":
+                    pass
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch)
+            done.append(await work)
+            group.cancel_scope.cancel()
+    except BaseExceptionGroup as failure:
+        # The work's own error (ApiError...), not a group: the caller maps it.
+        raise _first_leaf(failure) from None
+    return done[0] if done else None
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+async def _answer(ex: Exchange, chat: ChatRequest) -> Response:
     svc = ex.svc
-    chat = parse_chat_request(await read_body(ex.request, svc.settings.max_body_bytes))
-    upstream = svc.pick_upstream(chat["model"])
+    upstream = await svc.route(chat["model"])
     ex.record.model, ex.record.upstream = chat["model"], upstream.root
     ex.record.stream = bool(chat.get("stream"))
     profile = await resolve_profile(svc, chat["model"], upstream)
@@ -72,9 +110,10 @@ async def _handle(ex: Exchange) -> Response:
         return await complete(ex, response, pipeline, upstream)
     finally:
         if not handed_to_relay:
-            if response is not None:
-                await response.aclose()
-            await svc.limiter.release(upstream.root)
+            with anyio.CancelScope(shield=True):  # also when the client left
+                if response is not None:
+                    await response.aclose()
+                await svc.limiter.release(upstream.root)
 
 
 def _trivial(chat: ChatRequest, profile: Profile) -> bool:

@@ -10,7 +10,6 @@ import asyncio
 import time
 from typing import Any
 
-import httpx
 import orjson
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -21,9 +20,14 @@ from proxy.errors import ApiError
 from proxy.exchange import Exchange
 from proxy.services import Services
 from proxy.telemetry import RequestRecord
-from proxy.upstream import Upstream, forward_headers, iter_bytes, response_headers, send
-
-_LISTING_TIMEOUT = 5.0
+from proxy.upstream import (
+    Upstream,
+    fetch_listing,
+    forward_headers,
+    iter_bytes,
+    response_headers,
+    send,
+)
 
 
 async def list_models(request: Request) -> Response:
@@ -48,21 +52,6 @@ async def list_models(request: Request) -> Response:
     return Response(orjson.dumps({"object": "list", "data": list(merged.values())}),
                     media_type="application/json",
                     headers={"x-toolshim-overhead-ms": f"{ex.overhead_ms():.2f}"})
-
-
-async def fetch_listing(upstream: Upstream) -> list[dict[str, Any]] | None:
-    """An upstream's /v1/models `data`; Ollama says `"data": null` when it has none."""
-    try:
-        response = await upstream.client.get("/v1/models", timeout=_LISTING_TIMEOUT)
-    except httpx.HTTPError:  # any transport failure: this upstream just has no listing now
-        return None
-    if response.status_code != 200:
-        return None
-    try:
-        data = orjson.loads(response.content).get("data")
-    except (orjson.JSONDecodeError, AttributeError):
-        return None
-    return [e for e in data or [] if isinstance(e, dict)]
 
 
 def _annotate(svc: Services, entry: dict[str, Any], root: str) -> dict[str, Any]:

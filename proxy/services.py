@@ -10,6 +10,7 @@ import asyncio
 import fnmatch
 import secrets
 import string
+import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,9 +22,11 @@ from proxy.limits import Limiter
 from proxy.settings import Settings
 from proxy.telemetry import Telemetry
 from proxy.transforms.response.checks import SchemaCache
-from proxy.upstream import Upstream
+from proxy.upstream import Upstream, fetch_listing
 
 _ID_ALPHABET = string.ascii_letters + string.digits
+LISTING_TTL = 10.0
+"""seconds between /v1/models look-ups made to route an unlisted model."""
 
 
 def new_call_id() -> str:
@@ -44,17 +47,43 @@ class Services:
     probed: TTLCache[str, bool] = field(default_factory=lambda: TTLCache(4096, 3600))
     background: set[asyncio.Task[Any]] = field(default_factory=set)
 
+    listed_at: float = float("-inf")
+
     def pick_upstream(self, model: str) -> Upstream:
         """Explicit route first, then whoever lists the model, else the first upstream."""
+        return self._routed(model) or self._listed(model) or \
+            self.upstreams[self.settings.upstreams[0]]
+
+    async def route(self, model: str) -> Upstream:
+        """pick_upstream, but with several upstreams an unlisted model makes toolshim
+        ask their /v1/models again (at most every LISTING_TTL seconds)."""
+        found = self._routed(model) or self._listed(model)
+        if found is None and len(self.upstreams) > 1 and \
+                time.monotonic() - self.listed_at > LISTING_TTL:
+            await self.refresh_listing()
+            found = self._listed(model)
+        return found or self.upstreams[self.settings.upstreams[0]]
+
+    async def refresh_listing(self) -> None:
+        self.listed_at = time.monotonic()
+        roots = list(self.upstreams)
+        results = await asyncio.gather(*(fetch_listing(self.upstreams[r]) for r in roots))
+        for root, listing in zip(roots, results):
+            for entry in listing or []:
+                if isinstance(entry.get("id"), str):
+                    self.listing.setdefault(entry["id"], root)
+
+    def _routed(self, model: str) -> Upstream | None:
         for route in self.settings.routes:
             if fnmatch.fnmatchcase(model, route.pattern):
                 return self.upstreams[route.upstream]
+        return None
+
+    def _listed(self, model: str) -> Upstream | None:
         root = self.listing.get(model)
         if root is None and ":" not in model:
             root = self.listing.get(model + ":latest")
-        if root in self.upstreams:
-            return self.upstreams[root]
-        return self.upstreams[self.settings.upstreams[0]]
+        return self.upstreams.get(root) if root else None
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run work after the response (learning writes); keep a reference until done."""

@@ -13,9 +13,11 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import aiohttp
 import httpx
+import orjson
 from httpx_aiohttp import AiohttpTransport
 
 from proxy.errors import ApiError
@@ -117,3 +119,21 @@ def transport_error(exc: httpx.TransportError, root: str) -> ApiError:
                         code="upstream_timeout")
     return ApiError(502, f"upstream {redact_url(root)} is unreachable or closed the connection",
                     type_="api_error", code="upstream_unavailable")
+
+
+_LISTING_TIMEOUT = 5.0
+
+
+async def fetch_listing(upstream: Upstream) -> list[dict[str, Any]] | None:
+    """An upstream's /v1/models `data`; Ollama says `"data": null` when it has none."""
+    try:
+        response = await upstream.client.get("/v1/models", timeout=_LISTING_TIMEOUT)
+    except httpx.HTTPError:  # any transport failure: this upstream just has no listing now
+        return None
+    if response.status_code != 200:
+        return None
+    try:
+        data = orjson.loads(response.content).get("data")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return [e for e in data or [] if isinstance(e, dict)]

@@ -181,3 +181,29 @@ def test_unknown_route_is_openai_envelope(proxy_url: str) -> None:
     response = httpx.get(proxy_url + "/nope")
     assert response.status_code == 404
     assert response.json()["error"]["type"] == "not_found_error"
+
+
+def test_client_leaving_a_slow_non_stream_request_cancels_upstream(
+        fake: FakeOllama, proxy_url: str) -> None:
+    fake.reply("qwen3:8b", Reply(content=["late"], delay=5.0))
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(proxy_url + "/v1/chat/completions", timeout=0.5,
+                   json={"model": "qwen3:8b", "messages": MSG})
+    deadline = time.monotonic() + 3
+    while fake.abandoned == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert fake.abandoned == 1
+
+
+def test_models_are_routed_to_the_upstream_that_lists_them(
+        fake_url: str, make_settings: Callable[..., Settings]) -> None:
+    other = FakeOllama()
+    other.add_model("llama3.2:3b")
+    with serve(other.app, lifespan="off") as other_url, \
+            serve(create_app(make_settings(upstreams=(fake_url, other_url)))) as url:
+        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        done = sdk.chat.completions.create(model="llama3.2:3b", messages=MSG)
+        assert done.choices[0].message.content == "Hello from llama3.2:3b"
+        assert other.chat_requests()[-1]["model"] == "llama3.2:3b"
+        listed = {m.id for m in sdk.models.list().data}
+        assert listed == {"qwen3:8b", "gemma3:4b", "llama3.2:3b"}

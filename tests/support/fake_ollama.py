@@ -110,10 +110,22 @@ class FakeOllama:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(self._events(model, reply, include_usage),
                                      media_type="text/event-stream")
-        if reply.delay:
-            await asyncio.sleep(reply.delay)
+        if reply.delay and await self._client_left(request, reply.delay):
+            return Response(b"", status_code=499)
         return Response(orjson.dumps(self._completion(model, reply)),
                         media_type="application/json")
+
+    async def _client_left(self, request: Request, delay: float) -> bool:
+        """Think for `delay` seconds like a slow model; notice a caller that hangs up."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + delay
+        while loop.time() < deadline:
+            if await request.is_disconnected():
+                with self.lock:
+                    self.abandoned += 1
+                return True
+            await asyncio.sleep(0.02)
+        return False
 
     def _record(self, request: Request, body: dict[str, Any]) -> None:
         with self.lock:
