@@ -38,9 +38,20 @@ class Upstream:
     last_answer: float = 0.0
     """monotonic time of the last HTTP answer of any status: the backend is up."""
 
+    urls: dict[str, httpx.URL] = field(default_factory=dict, repr=False)
+
     @property
     def v1(self) -> str:
         return self.root + "/v1"
+
+    def url(self, path: str) -> httpx.URL:
+        """Absolute URL for a path; the fixed API paths are parsed once."""
+        found = self.urls.get(path)
+        if found is None:
+            found = httpx.URL(self.root + path)
+            if "?" not in path and len(self.urls) < 64:
+                self.urls[path] = found
+        return found
 
 
 def make_client(root: str, connect_timeout: float, read_timeout: float,
@@ -86,7 +97,10 @@ async def send(upstream: Upstream, method: str, path: str, *, content: bytes | N
     The caller owns the response and must `aclose()` it. Transport failures
     become ApiError 502 (unreachable, reset) or 504 (timeout).
     """
-    request = upstream.client.build_request(method, path, content=content, headers=headers)
+    # Built by hand with a pre-parsed URL: client.build_request re-parses and
+    # merges base URL and headers, ~150 us a request on this machine's class.
+    request = httpx.Request(method, upstream.url(path), content=content, headers=headers,
+                            extensions={"timeout": upstream.client.timeout.as_dict()})
     try:
         response = await upstream.client.send(request, stream=True)
     except httpx.TransportError as exc:
