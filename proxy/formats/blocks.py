@@ -28,6 +28,7 @@ _INLINE_CODE = re.compile(r"(?<!`)(`{1,2})(?!`)([^\n]+?)(?<!`)\1(?!`)")
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _JSON_INFO = ("json", "json5", "jsonc")
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+_SPACE = re.compile(r"\s*")
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,8 @@ def dumps(value: Any) -> str:
 
 def skip_space(text: str, pos: int) -> int:
     """The first non-whitespace position at or after pos."""
-    return len(text) - len(text[pos:].lstrip())
+    match = _SPACE.match(text, pos)
+    return match.end() if match is not None else pos
 
 
 def json_at(text: str, pos: int) -> tuple[Any, int] | None:

@@ -19,6 +19,7 @@ from proxy.formats.blocks import (
     dumps,
     find_blocks,
     section_block,
+    skip_space,
     splice,
     tool_list,
     valid_name,
@@ -64,20 +65,16 @@ To call functions, reply with:
 Put several calls one after another inside <｜tool▁calls▁begin｜> and <｜tool▁calls▁end｜>."""
 
 
-def _ws(text: str, pos: int) -> int:
-    return len(text) - len(text[pos:].lstrip())
-
-
 def _name_and_args_start(text: str, after_begin: int) -> tuple[str, int] | None:
     sep = _SEP.search(text, after_begin)
     if sep is None:
         return None
     head = text[after_begin : sep.start()].strip()
-    pos = _ws(text, sep.end())
+    pos = skip_space(text, sep.end())
     if head and head != "function":
         return head, pos  # V3.1: NAME<｜tool▁sep｜>ARGS
     line = _NAME_LINE.match(text, sep.end())  # V3: function<｜tool▁sep｜>NAME\n```json
-    return (line.group(1), _ws(text, line.end())) if line else None
+    return (line.group(1), skip_space(text, line.end())) if line else None
 
 
 def _call(text: str, pos: int) -> tuple[ParsedCall, int] | None:
@@ -89,15 +86,15 @@ def _call(text: str, pos: int) -> tuple[ParsedCall, int] | None:
     fenced = text.startswith("```", pos)
     if fenced:
         newline = text.find("\n", pos)
-        pos = _ws(text, newline) if newline >= 0 else len(text)
+        pos = skip_space(text, newline) if newline >= 0 else len(text)
     end = scan_json_value(text, pos) if text.startswith("{", pos) else None
     decoded = loads_lenient(text[pos:end]) if end is not None else None
     arguments = decode_arguments(decoded[0]) if decoded is not None else None
     if end is None or arguments is None:
         return None
-    end = _ws(text, end)
+    end = skip_space(text, end)
     if fenced and text.startswith("```", end):
-        end = _ws(text, end + 3)
+        end = skip_space(text, end + 3)
     close = _CALL_END.match(text, end)
     return ParsedCall(name, arguments), close.end() if close else end
 
@@ -106,13 +103,13 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     opener = CALLS_BEGIN.match(text, at)
     pos = opener.end() if opener else at
     parts: list[tuple[ParsedCall, str]] = []
-    while (found := _call(text, _ws(text, pos))) is not None:
-        parts.append((found[0], text[_ws(text, pos) : found[1]].strip()))
+    while (found := _call(text, skip_space(text, pos))) is not None:
+        parts.append((found[0], text[skip_space(text, pos) : found[1]].strip()))
         pos = found[1]
-    if not parts or CALL_BEGIN.match(text, _ws(text, pos)):
+    if not parts or CALL_BEGIN.match(text, skip_space(text, pos)):
         return None  # nothing, or a further call that is cut off
     for token in (_CALLS_END, _EOS):
-        closing = token.match(text, _ws(text, pos))
+        closing = token.match(text, skip_space(text, pos))
         if closing is not None:
             pos = closing.end()
     return section_block(text, at, pos, parts, tools)

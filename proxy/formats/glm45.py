@@ -13,7 +13,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import Block, find_blocks, marker_pattern, splice, tool_list, valid_name
+from proxy.formats.blocks import (
+    Block,
+    find_blocks,
+    marker_pattern,
+    skip_space,
+    splice,
+    tool_list,
+    valid_name,
+)
 from proxy.formats.qwen3_coder_xml import strip_newlines
 from proxy.formats.xml_values import convert, property_schema, render_value
 from proxy.types import JSON, ToolDef
@@ -53,9 +61,8 @@ def _value_close(text: str, start: int) -> int | None:
     """The `</arg_value>` that the markup puts there, not one inside the value."""
     pos = start
     while (at := text.find(_VALUE_CLOSE, pos)) >= 0:
-        after = at + len(_VALUE_CLOSE)
-        rest = text[after:].lstrip()
-        if not rest or rest.startswith(("<arg_key>", _CLOSE, _OPEN)):
+        after = skip_space(text, at + len(_VALUE_CLOSE))
+        if after == len(text) or text.startswith(("<arg_key>", _CLOSE, _OPEN), after):
             return at
         pos = at + 1
     return None
@@ -81,12 +88,12 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
         return None
     name = head.group(1)
     arguments, pos = _pairs(text, head.end(), tools.get(name, {}))
-    rest = text[pos:].lstrip()
-    end = len(text) - len(rest)
-    if rest.startswith(_CLOSE):
+    end = skip_space(text, pos)
+    if text.startswith(_CLOSE, end):
         end += len(_CLOSE)
     elif not (
-        rest.startswith(_OPEN) or (not rest and required_present(tools.get(name, {}), arguments))
+        text.startswith(_OPEN, end)
+        or (end == len(text) and required_present(tools.get(name, {}), arguments))
     ):
         return None
     if name not in tools:

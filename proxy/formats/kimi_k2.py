@@ -22,6 +22,7 @@ from proxy.formats.blocks import (
     find_blocks,
     marker_pattern,
     section_block,
+    skip_space,
     splice,
     tool_list,
     valid_name,
@@ -67,17 +68,13 @@ def _name(call_id: str, arguments: Mapping[str, Any], tools: Mapping[str, JSON])
     return name if valid_name(name) else None
 
 
-def _ws(text: str, pos: int) -> int:
-    return len(text) - len(text[pos:].lstrip())
-
-
 def _call(text: str, pos: int, tools: Mapping[str, JSON]) -> tuple[ParsedCall, int] | None:
     if not text.startswith(_CALL_BEGIN, pos):
         return None
     args_at = text.find(_ARGS, pos)
     if args_at < 0:
         return None
-    start = _ws(text, args_at + len(_ARGS))
+    start = skip_space(text, args_at + len(_ARGS))
     end = scan_json_value(text, start) if text.startswith("{", start) else None
     decoded = loads_lenient(text[start:end]) if end is not None else None
     arguments = decode_arguments(decoded[0]) if decoded is not None else None
@@ -86,7 +83,7 @@ def _call(text: str, pos: int, tools: Mapping[str, JSON]) -> tuple[ParsedCall, i
     name = _name(text[pos + len(_CALL_BEGIN) : args_at], arguments, tools)
     if name is None:
         return None
-    end = _ws(text, end)
+    end = skip_space(text, end)
     if text.startswith(_CALL_END, end):
         end += len(_CALL_END)
     return ParsedCall(name, arguments), end
@@ -96,10 +93,10 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     opener = next((s for s in _SECTION if text.startswith(s, at)), "")
     pos = at + len(opener)
     parts: list[tuple[ParsedCall, str]] = []
-    while (found := _call(text, _ws(text, pos), tools)) is not None:
-        parts.append((found[0], text[_ws(text, pos) : found[1]]))
+    while (found := _call(text, skip_space(text, pos), tools)) is not None:
+        parts.append((found[0], text[skip_space(text, pos) : found[1]]))
         pos = found[1]
-    if not parts or text.startswith(_CALL_BEGIN, _ws(text, pos)):
+    if not parts or text.startswith(_CALL_BEGIN, skip_space(text, pos)):
         return None  # nothing, or a further call that is cut off
     closing = _SECTION_END.match(text, pos)
     return section_block(text, at, closing.end() if closing else pos, parts, tools)

@@ -16,6 +16,7 @@ from proxy.formats.blocks import (
     find_blocks,
     marker_pattern,
     section_block,
+    skip_space,
     splice,
     tool_list,
 )
@@ -34,7 +35,7 @@ for example <|tool_call_start|>[func_name(param_name="value")]<|tool_call_end|>.
 
 def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     pos = at + len(_OPEN)
-    pos += len(text[pos:]) - len(text[pos:].lstrip())
+    pos = skip_space(text, pos)
     end = scan_json_value(text, pos) if text.startswith("[", pos) else None
     if end is None:
         return None
@@ -45,9 +46,9 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
         parts = calls_from_array(decoded[0]) if decoded is not None else None
     if parts is None:
         return None
-    rest = text[end:].lstrip()
-    if rest.startswith(_CLOSE):
-        end = len(text) - len(rest) + len(_CLOSE)
+    after = skip_space(text, end)
+    if text.startswith(_CLOSE, after):
+        end = after + len(_CLOSE)
     return section_block(text, at, end, parts, tools)
 
 

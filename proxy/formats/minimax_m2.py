@@ -17,6 +17,7 @@ from proxy.formats.blocks import (
     find_blocks,
     marker_pattern,
     section_block,
+    skip_space,
     splice,
     tool_list,
     valid_name,
@@ -54,8 +55,12 @@ When making tool calls, use XML format to invoke tools and pass parameters:
 def _value_close(text: str, start: int) -> int | None:
     pos = start
     while (at := text.find(_PARAM_CLOSE, pos)) >= 0:
-        rest = text[at + len(_PARAM_CLOSE) :].lstrip()
-        if not rest or rest.startswith((_INVOKE_CLOSE, _CLOSE)) or _PARAMETER.match(rest):
+        after = skip_space(text, at + len(_PARAM_CLOSE))
+        if (
+            after == len(text)
+            or text.startswith((_INVOKE_CLOSE, _CLOSE), after)
+            or _PARAMETER.match(text, after)
+        ):
             return at
         pos = at + 1
     return None
@@ -77,14 +82,13 @@ def _invoke(text: str, pos: int, tools: Mapping[str, JSON]) -> tuple[ParsedCall,
         raw = strip_newlines(text[param.end() : close])
         arguments[key] = convert(raw, property_schema(schema, key))
         pos = close + len(_PARAM_CLOSE)
-    rest = text[pos:].lstrip()
-    end = len(text) - len(rest)
-    if rest.startswith(_INVOKE_CLOSE):
+    end = skip_space(text, pos)
+    if text.startswith(_INVOKE_CLOSE, end):
         return ParsedCall(name, arguments), end + len(_INVOKE_CLOSE)
     if (
-        rest.startswith(_CLOSE)
-        or _INVOKE.match(rest)
-        or (not rest and required_present(schema, arguments))
+        text.startswith(_CLOSE, end)
+        or _INVOKE.match(text, end)
+        or (end == len(text) and required_present(schema, arguments))
     ):
         return ParsedCall(name, arguments), end
     return None
@@ -99,9 +103,9 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     if not parts or _INVOKE.match(text, pos):
         # No invoke, or one that is cut off: the section stays text.
         return None
-    rest = text[pos:].lstrip()
-    if rest.startswith(_CLOSE):
-        pos = len(text) - len(rest) + len(_CLOSE)
+    after = skip_space(text, pos)
+    if text.startswith(_CLOSE, after):
+        pos = after + len(_CLOSE)
     return section_block(text, at, pos, parts, tools)
 
 

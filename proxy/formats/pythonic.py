@@ -22,6 +22,7 @@ from proxy.formats.blocks import (
     find_blocks,
     json_int,
     section_block,
+    skip_space,
     splice,
     tool_list,
     valid_name,
@@ -30,7 +31,10 @@ from proxy.formats.jsonish import scan_json_value
 from proxy.types import JSON, ToolDef
 
 _START, _END, _TAG = "<|python_start|>", "<|python_end|>", "<|python_tag|>"
-_STARTS = re.compile(r"(?m)^[ \t]*\[|<\|python_start\|>|<\|python_tag\|>")
+# A bare list is only scanned when it opens like a call: `[name(`.
+_STARTS = re.compile(
+    r"(?m)^[ \t]*\[(?=\s*[A-Za-z_][\w.]*\s*\()|<\|python_start\|>|<\|python_tag\|>"
+)
 _LINE_END = re.compile(
     r"[ \t]*(?:<\|python_end\|>)?[ \t]*(?:<\|eom_id\|>|<\|eot_id\|>)?[ \t]*(?:\n|$)"
 )
@@ -139,7 +143,7 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     for token in (_START, _TAG):
         if text.startswith(token, pos):
             pos += len(token)
-    pos += len(text[pos:]) - len(text[pos:].lstrip())
+    pos = skip_space(text, pos)
     found = _segment(text, pos, tagged)
     if found is None:
         return None

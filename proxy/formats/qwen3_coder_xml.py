@@ -18,6 +18,7 @@ from proxy.formats.blocks import (
     find_blocks,
     marker_pattern,
     section_block,
+    skip_space,
     splice,
     tool_list,
     valid_name,
@@ -30,6 +31,9 @@ _FUNCTION = re.compile(r"<function=([^>\n]*)>")
 _PARAMETER = re.compile(r"<parameter=([^>\n]*)>")
 _LINE_PARAMETER = re.compile(r"\n<parameter=([^>\n]*)>")
 _PARAM_CLOSE = "</parameter>"
+# A close tag is structural only before more markup or the end (qwen3coder-010).
+_CLOSE_CANDIDATE = re.compile(r"</parameter>(?=\s*(?:<parameter=|</function>|</tool_call>|\Z))")
+_BOUNDARY = re.compile(r"<tool_call>|<function=|</function>|</tool_call>")
 
 _INSTRUCTIONS = """\
 # Tools
@@ -69,42 +73,41 @@ def strip_newlines(raw: str) -> str:
     return raw
 
 
-def _skip_ws(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    return pos
-
-
 def _structural_close(text: str, start: int, schema: JSON) -> int | None:
     """The first `</parameter>` that the markup, not the value, puts there."""
-    pos = start
-    while (at := text.find(_PARAM_CLOSE, pos)) >= 0:
-        after = _skip_ws(text, at + len(_PARAM_CLOSE))
-        nxt = _PARAMETER.match(text, after)
-        if (
-            after == len(text)
-            or text.startswith(("</function>", "</tool_call>"), after)
-            or (nxt is not None and known_key(schema, nxt.group(1).strip()))
-        ):
-            return at
-        pos = at + 1
+    for close in _CLOSE_CANDIDATE.finditer(text, start):
+        nxt = _PARAMETER.match(text, skip_space(text, close.end()))
+        if nxt is None or known_key(schema, nxt.group(1).strip()):
+            return close.start()
+    return None
+
+
+def _line_parameter(text: str, start: int, schema: JSON) -> int | None:
+    """Where a line-start `<parameter=KNOWN>` ends a value missing its close.
+
+    Not across another call's markup: that value is cut off, not unclosed.
+    """
+    for line in _LINE_PARAMETER.finditer(text, start):
+        if _BOUNDARY.search(text, start, line.start()):
+            return None
+        if known_key(schema, line.group(1).strip()):
+            return line.start() + 1
     return None
 
 
 def _value_end(text: str, start: int, schema: JSON) -> tuple[int, int] | None:
     """(end of the value, where parsing continues); None when cut off."""
     close = _structural_close(text, start, schema)
-    line = _LINE_PARAMETER.search(text, start)
-    while line is not None and not known_key(schema, line.group(1).strip()):
-        line = _LINE_PARAMETER.search(text, line.start() + 1)
-    # A missing </parameter> is closed by the next parameter at a line start.
-    if line is not None and (close is None or line.start() < close):
-        return line.start() + 1, line.start() + 1
-    if close is None:
-        # The last parameter's close missing before a line-start </function>.
-        end = text.find("\n</function>", start)
-        return (end + 1, end + 1) if end >= 0 else None
-    return close, close + len(_PARAM_CLOSE)
+    line = _line_parameter(text, start, schema)
+    if line is not None and (close is None or line <= close):
+        return line, line
+    if close is not None:
+        return close, close + len(_PARAM_CLOSE)
+    # The last parameter's close missing before a line-start </function>.
+    end = text.find("\n</function>", start)
+    if end < 0 or _BOUNDARY.search(text, start, end):
+        return None
+    return end + 1, end + 1
 
 
 def _function(text: str, pos: int, tools: Mapping[str, JSON]) -> tuple[ParsedCall, int] | None:
@@ -117,7 +120,7 @@ def _function(text: str, pos: int, tools: Mapping[str, JSON]) -> tuple[ParsedCal
     arguments: dict[str, Any] = {}
     pos = match.end()
     while True:
-        pos = _skip_ws(text, pos)
+        pos = skip_space(text, pos)
         param = _PARAMETER.match(text, pos)
         if param is not None:
             ends = _value_end(text, param.end(), schema)
@@ -140,7 +143,7 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     pos = at + len(opener) if opener else at
     parts: list[tuple[ParsedCall, str]] = []
     while True:
-        start = _skip_ws(text, pos)
+        start = skip_space(text, pos)
         found = _function(text, start, tools) if text.startswith("<function=", start) else None
         if found is None:
             break
@@ -152,7 +155,7 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
         return None
     # The closing tag may be missing at the end; a bare `<function=` block
     # (opener dropped after prose, ollama#16686) often keeps an orphan close.
-    after = _skip_ws(text, pos)
+    after = skip_space(text, pos)
     closer = _CLOSERS[opener] if opener else "</tool_call>"
     if text.startswith(closer, after):
         pos = after + len(closer)

@@ -28,8 +28,15 @@ from proxy.formats.blocks import (
 from proxy.types import JSON, ToolDef
 
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*(?:json)?[ \t]*\n", re.IGNORECASE)
+# Only JSON that opens like a call object is scanned to its end: a line-start
+# bracket in data or prose (nested lines of a long pretty-printed document)
+# would otherwise be scanned again and again.
+_CALL_OPENING = r"(?=\[?\s*\{\s*[\"']?(?:name|arguments|parameters|type|function)[\"']?\s*:)"
+# Indented lines are left alone (nested lines of data, maybe of an array cut
+# off before it closes), except at the very start of the reply.
 _STARTS = re.compile(
-    r"(?m)^[ \t]*(?:`{3,}|~{3,})|^[ \t]*[\[{]|\[TOOL_CALLS\]|<tool_call>|(?<=</think>)\s*[\[{]"
+    r"(?m)^[ \t]*(?:`{3,}|~{3,})|\A\s*" + _CALL_OPENING + r"[\[{]|^" + _CALL_OPENING + r"[\[{]"
+    r"|\[TOOL_CALLS\]|<tool_call>|(?<=</think>)\s*" + _CALL_OPENING + r"[\[{]"
 )
 _LINE_REST = re.compile(r"[ \t]*(?:\n|\Z)")
 _WRAPPERS = (("[TOOL_CALLS]", ""), ("<tool_call>", "</tool_call>"))

@@ -69,3 +69,8 @@ def test_round_trip(calls: list[ParsedCall]) -> None:
 
 def test_render_tools_lists_every_tool() -> None:
     assert_tools_listed(FORMAT)
+
+
+def test_truncated_pretty_array_does_not_yield_its_complete_inner_object() -> None:
+    text = '[\n  {"name": "read_file", "arguments": {"path": "a"}}\n'
+    assert _parse(text) == ((), text)
