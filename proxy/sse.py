@@ -39,6 +39,8 @@ class SseDecoder:
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         buf = self._tail + chunk if self._tail else chunk
+        if not self._data and b"\r" not in buf:
+            return self._feed_lf(buf)
         # A trailing \r may be the first half of \r\n: keep it for the next piece.
         hold = 1 if buf.endswith(b"\r") else 0
         lines = _LINE_BREAK.split(buf[: len(buf) - hold] if hold else buf)
@@ -46,6 +48,22 @@ class SseDecoder:
         events: list[SseEvent] = []
         for line in lines:
             self._take_line(line, events)
+        return events
+
+    def _feed_lf(self, buf: bytes) -> list[SseEvent]:
+        """Fast path for LF-only framing (every backend in backends.md): whole
+        events at once, and a lone `data: ` line needs no line-by-line parse."""
+        parts = buf.split(b"\n\n")
+        self._tail = parts.pop()
+        events: list[SseEvent] = []
+        for part in parts:
+            if part[:6] == b"data: " and b"\n" not in part:
+                events.append(SseEvent(part[6:], self._event))
+                self._event = None
+                continue
+            for line in part.split(b"\n"):
+                self._take_line(line, events)
+            self._take_line(b"", events)
         return events
 
     def flush(self) -> list[SseEvent]:
