@@ -1,0 +1,46 @@
+"""Whatever TCP pieces the upstream's SSE bytes arrive in, the client sees the same stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from support.fake_ollama import T, FakeOllama, Reply
+
+MSG: list[Any] = [{"role": "user", "content": "hi"}]
+BASE = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": T,
+        "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
+
+
+def _frames(pieces: list[str], newline: bytes) -> bytes:
+    events = [{**BASE, "choices": [{"index": 0, "delta": {"content": p},
+                                    "finish_reason": None}]} for p in pieces]
+    events.append({**BASE, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    body = b"".join(b"data: " + orjson.dumps(e) + newline * 2 for e in events)
+    return body + b"data: [DONE]" + newline * 2
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=8),
+       cuts=st.lists(st.integers(min_value=1, max_value=5000), max_size=12),
+       newline=st.sampled_from([b"\n", b"\r\n"]), tools=st.booleans())
+def test_any_split_reaches_the_client_whole(fake: FakeOllama, client: openai.OpenAI,
+                                            pieces: list[str], cuts: list[int],
+                                            newline: bytes, tools: bool) -> None:
+    body = _frames(pieces, newline)
+    points = sorted({c % len(body) for c in cuts} - {0})
+    writes = [body[a:b] for a, b in zip([0, *points], [*points, len(body)])]
+    fake.replies.clear()
+    fake.reply("qwen3:8b", Reply(raw_events=writes, delay=0.001))
+    extra: dict[str, Any] = {"tools": [{"type": "function", "function": {
+        "name": "noop", "parameters": {"type": "object"}}}]} if tools else {}
+    chunks = list(client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True,
+                                                 **extra))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "".join(pieces)
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
