@@ -8,8 +8,7 @@ import openai
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from support.fake_ollama import T, FakeOllama, Reply
+from support.fake_ollama import FakeOllama, Reply, T
 
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 BASE = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": T,
