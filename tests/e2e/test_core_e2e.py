@@ -207,3 +207,48 @@ def test_models_are_routed_to_the_upstream_that_lists_them(
         assert other.chat_requests()[-1]["model"] == "llama3.2:3b"
         listed = {m.id for m in sdk.models.list().data}
         assert listed == {"qwen3:8b", "gemma3:4b", "llama3.2:3b"}
+
+
+def test_upstream_garbage_answer_is_502(fake: FakeOllama, client: openai.OpenAI) -> None:
+    fake.reply("qwen3:8b", Reply(status=200, body=b"<html>proxy error page</html>",
+                                 content_type="text/html"))
+    with pytest.raises(openai.APIStatusError) as info:
+        client.chat.completions.create(model="qwen3:8b", messages=MSG)
+    assert info.value.status_code == 502
+    assert "not a chat completion" in str(info.value)
+
+
+def test_upstream_500_html_keeps_status_in_the_envelope(fake: FakeOllama,
+                                                        client: openai.OpenAI) -> None:
+    fake.reply("qwen3:8b", Reply(status=500, body=b"<html>Internal Server Error</html>",
+                                 content_type="text/html"))
+    with pytest.raises(openai.InternalServerError) as info:
+        client.chat.completions.create(model="qwen3:8b", messages=MSG)
+    assert info.value.status_code == 500
+    assert "Internal Server Error" in str(info.value)
+
+
+def test_stream_cut_without_finish_ends_with_error(fake: FakeOllama,
+                                                   client: openai.OpenAI) -> None:
+    fake.reply("qwen3:8b", Reply(raw_events=[
+        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"qwen3:8b",'
+        b'"choices":[{"index":0,"delta":{"role":"assistant","content":"half"},'
+        b'"finish_reason":null}]}\n\n']))
+    stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True)
+    got: list[str] = []
+    with pytest.raises(openai.APIError) as info:
+        for chunk in stream:
+            got.append(chunk.choices[0].delta.content or "")
+    assert got == ["half"]
+    assert "before it finished" in str(info.value)
+
+
+def test_upstream_mid_stream_error_event_is_passed_on(fake: FakeOllama,
+                                                      client: openai.OpenAI) -> None:
+    fake.reply("qwen3:8b", Reply(raw_events=[
+        b'data: {"error":{"message":"CUDA out of memory","type":"InternalServerError",'
+        b'"param":null,"code":500}}\n\n', b"data: [DONE]\n\n"]))
+    stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True)
+    with pytest.raises(openai.APIError) as info:
+        list(stream)
+    assert "CUDA out of memory" in str(info.value)

@@ -103,7 +103,7 @@ class FakeOllama:
                             media_type="application/json")
         queue = self.replies.get(model) or [Reply(content=["Hello", " from ", model])]
         reply = queue.pop(0) if len(queue) > 1 else queue[0]
-        if reply.status != 200:
+        if reply.status != 200 or reply.body is not None:
             return Response(reply.body or b"", status_code=reply.status,
                             media_type=reply.content_type)
         if body.get("stream"):
