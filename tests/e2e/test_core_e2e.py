@@ -231,9 +231,9 @@ def test_upstream_500_html_keeps_status_in_the_envelope(fake: FakeOllama,
 def test_stream_cut_without_finish_ends_with_error(fake: FakeOllama,
                                                    client: openai.OpenAI) -> None:
     fake.reply("qwen3:8b", Reply(raw_events=[
-        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"qwen3:8b",'
+        (b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"qwen3:8b",'
         b'"choices":[{"index":0,"delta":{"role":"assistant","content":"half"},'
-        b'"finish_reason":null}]}\n\n']))
+        b'"finish_reason":null}]}\n\n')]))
     stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True)
     got: list[str] = []
     with pytest.raises(openai.APIError) as info:
@@ -246,8 +246,8 @@ def test_stream_cut_without_finish_ends_with_error(fake: FakeOllama,
 def test_upstream_mid_stream_error_event_is_passed_on(fake: FakeOllama,
                                                       client: openai.OpenAI) -> None:
     fake.reply("qwen3:8b", Reply(raw_events=[
-        b'data: {"error":{"message":"CUDA out of memory","type":"InternalServerError",'
-        b'"param":null,"code":500}}\n\n', b"data: [DONE]\n\n"]))
+        (b'data: {"error":{"message":"CUDA out of memory","type":"InternalServerError",'
+        b'"param":null,"code":500}}\n\n'), b"data: [DONE]\n\n"]))
     stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True)
     with pytest.raises(openai.APIError) as info:
         list(stream)
