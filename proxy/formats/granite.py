@@ -11,18 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import (
-    Block,
-    calls_from_array,
-    dumps,
-    find_blocks,
-    marker_pattern,
-    splice,
-    tool_list,
-    wrapped_json_block,
-)
-from proxy.types import JSON, ToolDef
+from proxy.formats.base import ParsedCall
+from proxy.formats.block_format import BlockFormat
+from proxy.formats.blocks import Block, calls_from_array, dumps, wrapped_json_block
+from proxy.types import JSON
 
 _WRAPPERS = (("<|tool_call|>", ""), ("<tool_call>", "</tool_call>"), ("<function_call>", ""))
 
@@ -52,24 +44,15 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return None
 
 
-class Granite:
+class Granite(BlockFormat):
     name = "granite"
     markers: tuple[str, ...] = tuple(opener for opener, _ in _WRAPPERS)
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+    instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return "<|tool_call|>" + dumps([{"name": c.name, "arguments": c.arguments} for c in calls])
 
-    def render_result(self, name: str, content: str) -> str:
-        return content
-
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(
-            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
-        )
-        return splice(text, blocks)
+    parse_at = staticmethod(_parse_at)
 
 
 FORMAT = Granite()

@@ -12,18 +12,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import (
-    Block,
-    calls_from_array,
-    dumps,
-    find_blocks,
-    marker_pattern,
-    splice,
-    tool_list,
-    wrapped_json_block,
-)
-from proxy.types import JSON, ToolDef
+from proxy.formats.base import ParsedCall
+from proxy.formats.block_format import BlockFormat
+from proxy.formats.blocks import Block, calls_from_array, dumps, wrapped_json_block
+from proxy.types import JSON
 
 _OPEN = re.compile(r"<\|action_start\|>\s*<\|plugin\|>")
 _CLOSE = "<|action_end|>"
@@ -49,12 +41,10 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return wrapped_json_block(text, at, (opener.group(), _CLOSE), tools, _one_object)
 
 
-class InternLM2:
+class InternLM2(BlockFormat):
     name = "internlm2"
     markers: tuple[str, ...] = ("<|action_start|>",)
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+    instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return "".join(
@@ -62,14 +52,7 @@ class InternLM2:
             for c in calls
         )
 
-    def render_result(self, name: str, content: str) -> str:
-        return content
-
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(
-            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
-        )
-        return splice(text, blocks)
+    parse_at = staticmethod(_parse_at)
 
 
 FORMAT = InternLM2()

@@ -9,20 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import (
-    Block,
-    calls_from_array,
-    find_blocks,
-    marker_pattern,
-    section_block,
-    skip_space,
-    splice,
-    tool_list,
-)
+from proxy.formats.base import ParsedCall
+from proxy.formats.block_format import BlockFormat
+from proxy.formats.blocks import Block, calls_from_array, section_block, skip_space
 from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.formats.pythonic import call_list, render_call
-from proxy.types import JSON, ToolDef
+from proxy.types import JSON
 
 _OPEN, _CLOSE = "<|tool_call_start|>", "<|tool_call_end|>"
 
@@ -52,24 +44,16 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return section_block(text, at, end, parts, tools)
 
 
-class Lfm2:
+class Lfm2(BlockFormat):
     name = "lfm2"
     markers: tuple[str, ...] = (_OPEN,)
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools).replace("\n", ", "))
+    instructions = _INSTRUCTIONS
+    tool_separator = ", "
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return _OPEN + "[" + ", ".join(render_call(call) for call in calls) + "]" + _CLOSE
 
-    def render_result(self, name: str, content: str) -> str:
-        return content
-
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(
-            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
-        )
-        return splice(text, blocks)
+    parse_at = staticmethod(_parse_at)
 
 
 FORMAT = Lfm2()

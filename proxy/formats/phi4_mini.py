@@ -11,18 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import (
-    Block,
-    calls_from_array,
-    dumps,
-    find_blocks,
-    marker_pattern,
-    splice,
-    tool_list,
-    wrapped_json_block,
-)
-from proxy.types import JSON, ToolDef
+from proxy.formats.base import ParsedCall
+from proxy.formats.block_format import BlockFormat
+from proxy.formats.blocks import Block, calls_from_array, dumps, wrapped_json_block
+from proxy.types import JSON
 
 _MARKER = "functools"
 
@@ -43,24 +35,16 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return wrapped_json_block(text, at, (_MARKER, ""), tools, _array)
 
 
-class Phi4Mini:
+class Phi4Mini(BlockFormat):
     name = "phi4_mini"
     markers: tuple[str, ...] = (_MARKER + "[",)
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools).replace("\n", ", "))
+    instructions = _INSTRUCTIONS
+    tool_separator = ", "
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return _MARKER + dumps([{"name": c.name, "arguments": c.arguments} for c in calls])
 
-    def render_result(self, name: str, content: str) -> str:
-        return content
-
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(
-            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
-        )
-        return splice(text, blocks)
+    parse_at = staticmethod(_parse_at)
 
 
 FORMAT = Phi4Mini()
