@@ -10,19 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.base import ParsedCall
+from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import (
+    Block,
     call_from_object,
     decode_arguments,
     dumps,
-    find_blocks,
-    marker_pattern,
-    splice,
-    tool_list,
     valid_name,
     wrapped_json_block,
 )
-from proxy.types import JSON, ToolDef
+from proxy.types import JSON
 
 _WRAPPER = ("<|tools_prefix|>", "<|tools_suffix|>")
 
@@ -51,26 +49,16 @@ def _parts(value: Any) -> list[tuple[ParsedCall, str]] | None:
     return calls if calls and len(calls) == len(parts) else None
 
 
-class Apertus:
+class Apertus(BlockFormat):
     name = "apertus"
     markers: tuple[str, ...] = (_WRAPPER[0],)
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+    instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return _WRAPPER[0] + dumps([{c.name: c.arguments} for c in calls]) + _WRAPPER[1]
 
-    def render_result(self, name: str, content: str) -> str:
-        return content
-
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(
-            text,
-            marker_pattern(self.markers),
-            lambda t, at: wrapped_json_block(t, at, _WRAPPER, tools, _parts),
-        )
-        return splice(text, blocks)
+    def parse_at(self, text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
+        return wrapped_json_block(text, at, _WRAPPER, tools, _parts)
 
 
 FORMAT = Apertus()

@@ -48,6 +48,9 @@ class BlockFormat(ABC):
     def render_result(self, name: str, content: str) -> str:
         return content
 
+    def find(self, text: str, tools: Mapping[str, JSON]) -> list[Block]:
+        """Every call block in text, in order."""
+        return find_blocks(text, self.starts(), lambda t, at: self.parse_at(t, at, tools))
+
     def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(text, self.starts(), lambda t, at: self.parse_at(t, at, tools))
-        return splice(text, blocks, drop=self.drop)
+        return splice(text, self.find(text, tools), drop=self.drop)

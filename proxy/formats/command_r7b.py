@@ -11,19 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.base import ParsedCall
+from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import (
     Block,
     decode_arguments,
     dumps,
-    find_blocks,
-    marker_pattern,
-    splice,
-    tool_list,
     valid_name,
     wrapped_json_block,
 )
-from proxy.types import JSON, ToolDef
+from proxy.types import JSON
 
 _ACTION = ("<|START_ACTION|>", "<|END_ACTION|>")
 _THINKING = ("<|START_THINKING|>", "<|END_THINKING|>")
@@ -56,12 +53,11 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return wrapped_json_block(text, at, _ACTION, tools, _parts)
 
 
-class CommandR7B:
+class CommandR7B(BlockFormat):
     name = "command_r7b"
     markers: tuple[str, ...] = (_ACTION[0], _THINKING[0])
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+    instructions = _INSTRUCTIONS
+    drop = _RESPONSE
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         items = [
@@ -70,14 +66,7 @@ class CommandR7B:
         ]
         return _ACTION[0] + dumps(items) + _ACTION[1]
 
-    def render_result(self, name: str, content: str) -> str:
-        return content
-
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(
-            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
-        )
-        return splice(text, blocks, drop=_RESPONSE)
+    parse_at = staticmethod(_parse_at)
 
 
 FORMAT = CommandR7B()

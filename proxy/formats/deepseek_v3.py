@@ -3,7 +3,7 @@
 Owns: the DeepSeek token markup, read tolerantly for both V3 (type word,
 name line, ```json fence) and V3.1 (name before `<｜tool▁sep｜>`, bare JSON),
 plus R1-distill misspellings of the tokens; rendering in the V3 shape.
-deepseek_v31 reuses `parse_deepseek`. Must not: execute arguments that are
+deepseek_v31 subclasses `DeepseekV3`. Must not: execute arguments that are
 cut off, or coerce argument types.
 """
 
@@ -13,19 +13,17 @@ import re
 from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import (
     Block,
     decode_arguments,
     dumps,
-    find_blocks,
     section_block,
     skip_space,
-    splice,
-    tool_list,
     valid_name,
 )
 from proxy.formats.jsonish import loads_lenient, scan_json_value
-from proxy.types import JSON, ToolDef
+from proxy.types import JSON
 
 
 def _token(*words: str) -> str:
@@ -115,22 +113,17 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return section_block(text, at, pos, parts, tools)
 
 
-def parse_deepseek(text: str, tools: Mapping[str, JSON]) -> ParseResult:
-    """Calls in either DeepSeek token shape; the end-of-sentence token is dropped."""
-    blocks = find_blocks(text, _STARTS, lambda t, at: _parse_at(t, at, tools))
-    return splice(text, blocks, drop=("<｜end▁of▁sentence｜>",))
-
-
 def render_result(content: str) -> str:
     return f"<｜tool▁output▁begin｜>{content}<｜tool▁output▁end｜>"
 
 
-class DeepseekV3:
+class DeepseekV3(BlockFormat):
+    """Also the base of deepseek_v31, which renders the V3.1 shape."""
+
     name = "deepseek_v3"
     markers: tuple[str, ...] = MARKERS
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+    instructions = _INSTRUCTIONS
+    drop = ("<｜end▁of▁sentence｜>",)
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         body = "\n".join(
@@ -143,8 +136,15 @@ class DeepseekV3:
     def render_result(self, name: str, content: str) -> str:
         return render_result(content)
 
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        return parse_deepseek(text, tools)
+    parse_at = staticmethod(_parse_at)
+
+    def starts(self) -> re.Pattern[str]:
+        return _STARTS
 
 
 FORMAT = DeepseekV3()
+
+
+def parse_deepseek(text: str, tools: Mapping[str, JSON]) -> ParseResult:
+    """Calls in either DeepSeek token shape; the end-of-sentence token is dropped."""
+    return FORMAT.parse(text, tools)

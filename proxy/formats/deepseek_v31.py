@@ -7,12 +7,11 @@ accepts both shapes. Must not: coerce argument types.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import dumps, tool_list
-from proxy.formats.deepseek_v3 import MARKERS, parse_deepseek, render_result
-from proxy.types import JSON, ToolDef
+from proxy.formats.base import ParsedCall
+from proxy.formats.blocks import dumps
+from proxy.formats.deepseek_v3 import DeepseekV3
 
 _INSTRUCTIONS = """\
 ## Tools
@@ -29,12 +28,9 @@ Where:
 - For multiple tool calls, chain them directly without separators or spaces"""
 
 
-class DeepseekV31:
+class DeepseekV31(DeepseekV3):
     name = "deepseek_v31"
-    markers: tuple[str, ...] = MARKERS
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+    instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         body = "".join(
@@ -42,12 +38,6 @@ class DeepseekV31:
             for call in calls
         )
         return f"<｜tool▁calls▁begin｜>{body}<｜tool▁calls▁end｜>"
-
-    def render_result(self, name: str, content: str) -> str:
-        return render_result(content)
-
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        return parse_deepseek(text, tools)
 
 
 FORMAT = DeepseekV31()

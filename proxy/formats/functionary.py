@@ -13,20 +13,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.base import ParsedCall
+from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import (
     Block,
     decode_arguments,
     dumps,
-    find_blocks,
     json_at,
     section_block,
     skip_space,
-    splice,
-    tool_list,
     valid_name,
 )
-from proxy.types import JSON, ToolDef
+from proxy.types import JSON
 
 _V31 = re.compile(r"<function(?:=|\s+name\s*=\s*[\"']?)([^\"'>\s]+)[\"']?\s*>")
 _V32_HEAD = re.compile(r"(?:>>>)?[ \t]*([^\s>]+)[ \t]*\n")
@@ -85,23 +83,19 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return _v32_block(text, at, tools)
 
 
-class Functionary:
+class Functionary(BlockFormat):
     name = "functionary"
     # "{": a v3.2 reply may start with NAME\n{json} and no marker at all.
     markers: tuple[str, ...] = ("<function=", "<function name=", ">>>", _TAG, "{")
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+    instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return "".join(f"<function={c.name}>{dumps(c.arguments)}</function>" for c in calls)
 
-    def render_result(self, name: str, content: str) -> str:
-        return content
+    parse_at = staticmethod(_parse_at)
 
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(text, _STARTS, lambda t, at: _parse_at(t, at, tools))
-        return splice(text, blocks)
+    def starts(self) -> re.Pattern[str]:
+        return _STARTS
 
 
 FORMAT = Functionary()

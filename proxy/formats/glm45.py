@@ -12,19 +12,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.base import ParsedCall
+from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import (
     Block,
-    find_blocks,
-    marker_pattern,
     skip_space,
-    splice,
-    tool_list,
     valid_name,
 )
 from proxy.formats.qwen3_coder_xml import strip_newlines
 from proxy.formats.xml_values import convert, property_schema, render_value
-from proxy.types import JSON, ToolDef
+from proxy.types import JSON
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 _NAME = re.compile(r"\s*([^\s<>{}\[\]\"']+)[ \t]*(?=\n|<arg_key>|</tool_call>|$)")
@@ -101,12 +98,10 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return Block(at, end, (ParsedCall(name, arguments),))
 
 
-class Glm45:
+class Glm45(BlockFormat):
     name = "glm45"
     markers: tuple[str, ...] = (_OPEN,)
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+    instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return "\n".join(_render_call(call) for call in calls)
@@ -114,11 +109,7 @@ class Glm45:
     def render_result(self, name: str, content: str) -> str:
         return f"<tool_response>\n{content}\n</tool_response>"
 
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(
-            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
-        )
-        return splice(text, blocks)
+    parse_at = staticmethod(_parse_at)
 
 
 def _render_call(call: ParsedCall) -> str:

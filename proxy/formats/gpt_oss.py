@@ -14,19 +14,18 @@ import re
 from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import (
     Block,
     decode_arguments,
     dumps,
-    find_blocks,
     json_at,
     section_block,
     skip_space,
     splice,
-    tool_list,
     valid_name,
 )
-from proxy.types import JSON, ToolDef
+from proxy.types import JSON
 
 _START = r"(?:<\|start\|>\s*assistant\s*)?"
 _CALL = re.compile(
@@ -82,12 +81,10 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return _call_block(text, at, tools) or _other_block(text, at)
 
 
-class GptOss:
+class GptOss(BlockFormat):
     name = "gpt_oss"
     markers: tuple[str, ...] = ("<|start|>", "<|channel|>")
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+    instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return "".join(
@@ -99,8 +96,13 @@ class GptOss:
     def render_result(self, name: str, content: str) -> str:
         return f"<|start|>functions.{name} to=assistant<|channel|>commentary<|message|>{content}<|end|>"
 
+    parse_at = staticmethod(_parse_at)
+
+    def starts(self) -> re.Pattern[str]:
+        return _STARTS
+
     def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(text, _STARTS, lambda t, at: _parse_at(t, at, tools))
+        blocks = self.find(text, tools)
         if not any(block.calls for block in blocks):
             return splice(text, [])
         return splice(text, blocks, drop=_CONTROL)

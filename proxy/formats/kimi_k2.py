@@ -15,20 +15,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import (
     Block,
     decode_arguments,
     dumps,
-    find_blocks,
-    marker_pattern,
     section_block,
     skip_space,
     splice,
-    tool_list,
     valid_name,
 )
 from proxy.formats.jsonish import loads_lenient, scan_json_value
-from proxy.types import JSON, ToolDef
+from proxy.types import JSON
 
 _SECTION = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
 _SECTION_END = re.compile(r"\s*<\|tool_calls?_section_end\|>")
@@ -113,12 +111,10 @@ def _unclosed_think(text: str, blocks: list[Block]) -> list[Block]:
     return [Block(think, blocks[0].start, ()), *blocks]
 
 
-class KimiK2:
+class KimiK2(BlockFormat):
     name = "kimi_k2"
     markers: tuple[str, ...] = (*_SECTION, _CALL_BEGIN)
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+    instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         body = "".join(
@@ -130,11 +126,10 @@ class KimiK2:
     def render_result(self, name: str, content: str) -> str:
         return f"## Return of functions.{name}\n{content}"
 
+    parse_at = staticmethod(_parse_at)
+
     def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(
-            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
-        )
-        return splice(text, _unclosed_think(text, blocks))
+        return splice(text, _unclosed_think(text, self.find(text, tools)))
 
 
 FORMAT = KimiK2()

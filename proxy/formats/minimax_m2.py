@@ -11,21 +11,18 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.base import ParsedCall
+from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import (
     Block,
-    find_blocks,
-    marker_pattern,
     section_block,
     skip_space,
-    splice,
-    tool_list,
     valid_name,
 )
 from proxy.formats.glm45 import required_present
 from proxy.formats.qwen3_coder_xml import strip_newlines
 from proxy.formats.xml_values import convert, property_schema, render_value
-from proxy.types import JSON, ToolDef
+from proxy.types import JSON
 
 _OPEN, _CLOSE = "<minimax:tool_call>", "</minimax:tool_call>"
 _INVOKE = re.compile(r"\s*<invoke\s+name\s*=\s*[\"']?([^\"'>\s]+)[\"']?\s*>")
@@ -109,12 +106,10 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return section_block(text, at, pos, parts, tools)
 
 
-class MinimaxM2:
+class MinimaxM2(BlockFormat):
     name = "minimax_m2"
     markers: tuple[str, ...] = (_OPEN,)
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+    instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return f"{_OPEN}\n" + "".join(_render_call(call) for call in calls) + _CLOSE
@@ -122,11 +117,7 @@ class MinimaxM2:
     def render_result(self, name: str, content: str) -> str:
         return f"<response>{content}</response>"
 
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(
-            text, marker_pattern(self.markers), lambda t, at: _parse_at(t, at, tools)
-        )
-        return splice(text, blocks)
+    parse_at = staticmethod(_parse_at)
 
 
 def _render_call(call: ParsedCall) -> str:

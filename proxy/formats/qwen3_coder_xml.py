@@ -12,19 +12,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.base import ParsedCall
+from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import (
     Block,
-    find_blocks,
-    marker_pattern,
     section_block,
     skip_space,
-    splice,
-    tool_list,
     valid_name,
 )
 from proxy.formats.xml_values import convert, known_key, property_schema, render_value
-from proxy.types import JSON, ToolDef
+from proxy.types import JSON
 
 _CLOSERS = {"<tool_call>": "</tool_call>", "<seed:tool_call>": "</seed:tool_call>"}
 _FUNCTION = re.compile(r"<function=([^>\n]*)>")
@@ -162,12 +159,10 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return section_block(text, at, pos, parts, tools)
 
 
-class Qwen3CoderXml:
+class Qwen3CoderXml(BlockFormat):
     name = "qwen3_coder_xml"
     markers: tuple[str, ...] = ("<tool_call>", "<seed:tool_call>", "<function=")
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+    instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return "\n".join(_render_call(call) for call in calls)
@@ -175,10 +170,7 @@ class Qwen3CoderXml:
     def render_result(self, name: str, content: str) -> str:
         return f"<tool_response>\n{content}\n</tool_response>"
 
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        starts = marker_pattern(self.markers)
-        blocks = find_blocks(text, starts, lambda t, at: _parse_at(t, at, tools))
-        return splice(text, blocks)
+    parse_at = staticmethod(_parse_at)
 
 
 def _render_call(call: ParsedCall) -> str:

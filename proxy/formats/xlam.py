@@ -12,20 +12,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.base import ParsedCall
+from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import (
     Block,
     calls_from_array,
     dumps,
-    find_blocks,
     json_at,
     section_block,
     skip_space,
-    splice,
-    tool_list,
     wrapped_json_block,
 )
-from proxy.types import JSON, ToolDef
+from proxy.types import JSON
 
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*(?:json)?[ \t]*\n", re.IGNORECASE)
 # Only JSON that opens like a call object is scanned to its end: a line-start
@@ -92,22 +90,18 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     return _bare(text, pos, tools)
 
 
-class Xlam:
+class Xlam(BlockFormat):
     name = "xlam"
     markers: tuple[str, ...] = ("[", "{", "```", "~~~", "[TOOL_CALLS]", "<tool_call>")
-
-    def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+    instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return dumps([{"name": c.name, "arguments": c.arguments} for c in calls])
 
-    def render_result(self, name: str, content: str) -> str:
-        return content
+    parse_at = staticmethod(_parse_at)
 
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(text, _STARTS, lambda t, at: _parse_at(t, at, tools))
-        return splice(text, blocks)
+    def starts(self) -> re.Pattern[str]:
+        return _STARTS
 
 
 FORMAT = Xlam()
