@@ -17,6 +17,7 @@ import orjson
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.stream import Item, StreamRecovery
+from proxy.transforms.response.choices import choice_zero, replace_choice
 from proxy.types import JSON, Chunk, Observation
 
 _FIRST_INDEX = 100
@@ -41,7 +42,7 @@ class TextCallRecovery:
         self.observations: list[Observation] = []
 
     def feed(self, chunk: Chunk) -> list[Chunk]:
-        index = _choice_zero(chunk)
+        index = choice_zero(chunk)
         if self._done or index is None:
             return [chunk]
         self._last = chunk
@@ -60,16 +61,16 @@ class TextCallRecovery:
         pieces = self._chunks(items, chunk, index)
         if finish is not None:
             self._observe()
-            return [*pieces, _replace(chunk, index, {**choice, "delta": rest})]
+            return [*pieces, replace_choice(chunk, index, {**choice, "delta": rest})]
         if rest or chunk.get("usage") is not None or len(chunk["choices"]) > 1:
-            return [_replace(chunk, index, {**choice, "delta": rest}), *pieces]
+            return [replace_choice(chunk, index, {**choice, "delta": rest}), *pieces]
         return pieces
 
     def flush(self) -> list[Chunk]:
         if self._done or self._last is None:
             return []
         self._done = True
-        index = _choice_zero(self._last) or 0
+        index = choice_zero(self._last) or 0
         out = self._chunks(self._parser.flush(), self._last, index)
         self._observe()
         return out
@@ -103,22 +104,6 @@ class TextCallRecovery:
         if self._count:
             detail = {"format": self._parser.format, "count": self._count}
             self.observations.append(Observation(self._model, "text_calls_recovered", detail))
-
-
-def _choice_zero(chunk: Chunk) -> int | None:
-    choices = chunk.get("choices")
-    if not isinstance(choices, list):
-        return None
-    for i, choice in enumerate(choices):
-        if isinstance(choice, dict) and choice.get("index", 0) == 0:
-            return i
-    return None
-
-
-def _replace(chunk: Chunk, index: int, choice: dict[str, Any]) -> Chunk:
-    choices = list(chunk["choices"])
-    choices[index] = choice
-    return {**chunk, "choices": choices}
 
 
 def _piece(template: Chunk, index: int, delta: dict[str, Any]) -> Chunk:

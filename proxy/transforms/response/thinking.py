@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.formats.detect import THINK_BREAKERS, THINK_CLOSE, THINK_OPEN, partial_suffix
+from proxy.transforms.response.choices import choice_zero, replace_choice
 from proxy.types import Chunk, Observation, ReasoningPolicy
 
 
@@ -71,7 +72,7 @@ class ThinkingSplit:
     def feed(self, chunk: Chunk) -> list[Chunk]:
         if self._policy == "pass":
             return [chunk]
-        index = _choice_zero(chunk)
+        index = choice_zero(chunk)
         if index is None:
             return [chunk]
         self._last = chunk
@@ -94,7 +95,7 @@ class ThinkingSplit:
         ):
             # All of it was reasoning (stripped) or a held partial tag.
             return []
-        return [_replace(chunk, index, {**choice, "delta": new_delta})]
+        return [replace_choice(chunk, index, {**choice, "delta": new_delta})]
 
     def flush(self) -> list[Chunk]:
         content, reasoning = self._split.end()
@@ -118,19 +119,3 @@ class ThinkingSplit:
 def _first(text: str, tags: tuple[str, ...]) -> tuple[int, str] | None:
     found = [(text.find(tag), tag) for tag in tags if tag in text]
     return min(found) if found else None
-
-
-def _choice_zero(chunk: Chunk) -> int | None:
-    choices = chunk.get("choices")
-    if not isinstance(choices, list):
-        return None
-    for i, choice in enumerate(choices):
-        if isinstance(choice, dict) and choice.get("index", 0) == 0:
-            return i
-    return None
-
-
-def _replace(chunk: Chunk, index: int, choice: dict[str, Any]) -> Chunk:
-    choices = list(chunk["choices"])
-    choices[index] = choice
-    return {**chunk, "choices": choices}
