@@ -19,11 +19,6 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
-def cases(fmt: str) -> list[dict[str, Any]]:
-    lines = (SHARED / "textcalls-sample.jsonl").read_text().splitlines()
-    return [c for c in map(json.loads, filter(None, lines)) if c["format"] == fmt]
-
-
 def offered(names: list[str]) -> dict[str, dict[str, Any]]:
     return {name: SCHEMAS[name] for name in names}
 
@@ -39,6 +34,18 @@ def check_case(fmt: TextFormat, case: dict[str, Any]) -> None:
     got = [{"name": c.name, "arguments": c.arguments} for c in result.calls]
     assert got == case["expect_calls"], case["id"]
     assert squash(result.text) == squash(case["expect_text"]), case["id"]
+
+
+ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=10)
+"""Any text at all: for formats whose argument values are JSON-escaped."""
+
+
+def parse_with(
+    fmt: TextFormat, text: str, tools: dict[str, Any] | None = None
+) -> tuple[tuple[ParsedCall, ...], str | None]:
+    """The calls fmt recovers from text (all sample tools offered unless told) and the rest."""
+    result = fmt.parse(text, SCHEMAS if tools is None else tools)
+    return result.calls, result.text
 
 
 def simple_calls(text: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[list[ParsedCall]]:
@@ -79,9 +86,3 @@ def assert_round_trip(fmt: TextFormat, calls: list[ParsedCall]) -> None:
     result: ParseResult = fmt.parse(fmt.render_calls(calls), SCHEMAS)
     assert list(result.calls) == calls
     assert result.text is None
-
-
-def assert_tools_listed(fmt: TextFormat) -> None:
-    prompt = fmt.render_tools(TOOL_DEFS)
-    for name in SCHEMAS:
-        assert name in prompt

@@ -1,14 +1,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from sample_corpus import SCHEMAS, assert_round_trip, assert_tools_listed, simple_calls
+from sample_corpus import SCHEMAS
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.command_r7b import FORMAT
-
-_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=10)
 
 
 def _parse(text: str) -> tuple[tuple[ParsedCall, ...], str | None]:
@@ -33,13 +29,3 @@ def test_calls_with_prose_around() -> None:
 )
 def test_unknown_tool_and_truncated_stay_text(text: str) -> None:
     assert _parse(text) == ((), text)
-
-
-@settings(max_examples=40, deadline=None)
-@given(simple_calls(_ANY_TEXT))
-def test_round_trip(calls: list[ParsedCall]) -> None:
-    assert_round_trip(FORMAT, calls)
-
-
-def test_render_tools_lists_every_tool() -> None:
-    assert_tools_listed(FORMAT)

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from sample_corpus import SCHEMAS, assert_round_trip, assert_tools_listed, simple_calls
+from sample_corpus import SCHEMAS
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.deepseek_v32 import FORMAT
@@ -54,13 +53,3 @@ def test_string_and_json_values_with_prose() -> None:
 )
 def test_unknown_and_truncated_stay_text(text: str) -> None:
     assert _parse(text) == ((), text)
-
-
-@settings(max_examples=40, deadline=None)
-@given(simple_calls())
-def test_round_trip(calls: list[ParsedCall]) -> None:
-    assert_round_trip(FORMAT, calls)
-
-
-def test_render_tools_lists_every_tool() -> None:
-    assert_tools_listed(FORMAT)

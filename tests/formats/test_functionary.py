@@ -3,31 +3,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from sample_corpus import (
     SCHEMAS,
-    assert_round_trip,
-    assert_tools_listed,
-    cases,
-    check_case,
-    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.functionary import FORMAT
 
-_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=10)
-
 
 def _parse(text: str, tools: dict[str, Any] = SCHEMAS) -> tuple[tuple[ParsedCall, ...], str | None]:
     result = FORMAT.parse(text, tools)
     return result.calls, result.text
-
-
-@pytest.mark.parametrize("case", cases("functionary"), ids=lambda c: c["id"])
-def test_sample(case: dict[str, Any]) -> None:
-    check_case(FORMAT, case)
 
 
 def test_v31_both_spellings_missing_close_and_prose() -> None:
@@ -68,13 +54,3 @@ def test_python_tag_code_only_for_offered_python() -> None:
 )
 def test_unknown_truncated_other_formats_and_prose_stay_text(text: str) -> None:
     assert _parse(text) == ((), text)
-
-
-@settings(max_examples=60, deadline=None)
-@given(simple_calls(_ANY_TEXT))
-def test_round_trip(calls: list[ParsedCall]) -> None:
-    assert_round_trip(FORMAT, calls)
-
-
-def test_render_tools_lists_every_tool() -> None:
-    assert_tools_listed(FORMAT)

@@ -1,25 +1,11 @@
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-from hypothesis import given, settings
 from sample_corpus import (
     SCHEMAS,
-    assert_round_trip,
-    assert_tools_listed,
-    cases,
-    check_case,
-    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.glm45 import FORMAT
-
-
-@pytest.mark.parametrize("case", cases("glm45"), ids=lambda c: c["id"])
-def test_sample(case: dict[str, Any]) -> None:
-    check_case(FORMAT, case)
 
 
 def test_two_calls_typed_values_and_prose() -> None:
@@ -64,13 +50,3 @@ def test_hermes_and_qwen_shapes_are_not_glm() -> None:
         "<tool_call>\n<function=read_file>\n<parameter=path>\na\n</parameter>\n</function>\n</tool_call>",
     ):
         assert FORMAT.parse(text, SCHEMAS).calls == ()
-
-
-@settings(max_examples=60, deadline=None)
-@given(simple_calls())
-def test_round_trip(calls: list[ParsedCall]) -> None:
-    assert_round_trip(FORMAT, calls)
-
-
-def test_render_tools_lists_every_tool() -> None:
-    assert_tools_listed(FORMAT)

@@ -1,16 +1,8 @@
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from hypothesis import given, settings
 from sample_corpus import (
     SCHEMAS,
-    assert_round_trip,
-    assert_tools_listed,
-    cases,
-    check_case,
-    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
@@ -23,11 +15,6 @@ W = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
 def _parse(text: str) -> tuple[list[ParsedCall], str | None]:
     result = FORMAT.parse(text, SCHEMAS)
     return list(result.calls), result.text
-
-
-@pytest.mark.parametrize("case", cases("json_block"), ids=lambda c: c["id"])
-def test_sample(case: dict[str, Any]) -> None:
-    check_case(FORMAT, case)
 
 
 @pytest.mark.parametrize(
@@ -98,13 +85,3 @@ def test_not_calls(text: str) -> None:
 def test_fence_with_unknown_tool_stays_verbatim() -> None:
     text = '```json\n{"name": "book_flight", "arguments": {}}\n```'
     assert _parse(text) == ([], text)
-
-
-def test_tools_listed_and_round_trip() -> None:
-    assert_tools_listed(FORMAT)
-
-
-@settings(max_examples=60, deadline=None)
-@given(simple_calls())
-def test_round_trip(calls: list[ParsedCall]) -> None:
-    assert_round_trip(FORMAT, calls)

@@ -1,32 +1,15 @@
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from sample_corpus import (
     SCHEMAS,
-    assert_round_trip,
-    assert_tools_listed,
-    cases,
-    check_case,
-    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.kimi_k2 import FORMAT
 
-_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=10)
-
 
 def _call(call_id: str, args: str) -> str:
     return f"<|tool_call_begin|>{call_id}<|tool_call_argument_begin|>{args}<|tool_call_end|>"
-
-
-@pytest.mark.parametrize("case", cases("kimi_k2"), ids=lambda c: c["id"])
-def test_sample(case: dict[str, Any]) -> None:
-    check_case(FORMAT, case)
 
 
 def test_variants_prose_and_missing_section_end() -> None:
@@ -68,13 +51,3 @@ def test_unknown_truncated_and_unclosed_think() -> None:
     )
     result = FORMAT.parse(think, SCHEMAS)
     assert (result.calls, result.text) == ((ParsedCall("read_file", {"path": "x"}),), None)
-
-
-@settings(max_examples=60, deadline=None)
-@given(simple_calls(_ANY_TEXT))
-def test_round_trip(calls: list[ParsedCall]) -> None:
-    assert_round_trip(FORMAT, calls)
-
-
-def test_render_tools_lists_every_tool() -> None:
-    assert_tools_listed(FORMAT)

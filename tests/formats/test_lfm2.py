@@ -1,25 +1,11 @@
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-from hypothesis import given, settings
 from sample_corpus import (
     SCHEMAS,
-    assert_round_trip,
-    assert_tools_listed,
-    cases,
-    check_case,
-    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.lfm2 import FORMAT
-
-
-@pytest.mark.parametrize("case", cases("lfm2"), ids=lambda c: c["id"])
-def test_sample(case: dict[str, Any]) -> None:
-    check_case(FORMAT, case)
 
 
 def test_pythonic_list_then_text() -> None:
@@ -41,13 +27,3 @@ def test_unknown_and_truncated_stay_text() -> None:
     ):
         result = FORMAT.parse(text, SCHEMAS)
         assert (result.calls, result.text) == ((), text)
-
-
-@settings(max_examples=40, deadline=None)
-@given(simple_calls())
-def test_round_trip(calls: list[ParsedCall]) -> None:
-    assert_round_trip(FORMAT, calls)
-
-
-def test_render_tools_lists_every_tool() -> None:
-    assert_tools_listed(FORMAT)

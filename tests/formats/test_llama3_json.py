@@ -3,8 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from sample_corpus import SCHEMAS, assert_round_trip, cases, check_case, simple_calls
+from sample_corpus import SCHEMAS
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.llama3_json import FORMAT
@@ -18,11 +17,6 @@ SEARCH = {"type": "object", "properties": {"query": {"type": "string"}}}
 def _parse(text: str, tools: dict[str, Any] | None = None) -> tuple[list[ParsedCall], str | None]:
     result = FORMAT.parse(text, SCHEMAS if tools is None else tools)
     return list(result.calls), result.text
-
-
-@pytest.mark.parametrize("case", cases("llama3_json"), ids=lambda c: c["id"])
-def test_sample(case: dict[str, Any]) -> None:
-    check_case(FORMAT, case)
 
 
 @pytest.mark.parametrize(
@@ -73,9 +67,3 @@ def test_code_interpreter_raw_code() -> None:
 )
 def test_not_calls(text: str) -> None:
     assert _parse(text) == ([], text)
-
-
-@settings(max_examples=60, deadline=None)
-@given(simple_calls())
-def test_round_trip(calls: list[ParsedCall]) -> None:
-    assert_round_trip(FORMAT, calls)

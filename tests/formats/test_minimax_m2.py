@@ -1,25 +1,11 @@
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-from hypothesis import given, settings
 from sample_corpus import (
     SCHEMAS,
-    assert_round_trip,
-    assert_tools_listed,
-    cases,
-    check_case,
-    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.minimax_m2 import FORMAT
-
-
-@pytest.mark.parametrize("case", cases("minimax_m2"), ids=lambda c: c["id"])
-def test_sample(case: dict[str, Any]) -> None:
-    check_case(FORMAT, case)
 
 
 def _invoke(name: str, params: dict[str, str]) -> str:
@@ -65,13 +51,3 @@ def test_truncated_stays_text_and_missing_section_close_is_fine() -> None:
     assert (FORMAT.parse(cut, SCHEMAS).calls, FORMAT.parse(cut, SCHEMAS).text) == ((), cut)
     unclosed = "<minimax:tool_call>\n" + _invoke("read_file", {"path": "a"})
     assert FORMAT.parse(unclosed, SCHEMAS).calls == (ParsedCall("read_file", {"path": "a"}),)
-
-
-@settings(max_examples=60, deadline=None)
-@given(simple_calls())
-def test_round_trip(calls: list[ParsedCall]) -> None:
-    assert_round_trip(FORMAT, calls)
-
-
-def test_render_tools_lists_every_tool() -> None:
-    assert_tools_listed(FORMAT)

@@ -1,10 +1,7 @@
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from hypothesis import given, settings
-from sample_corpus import SCHEMAS, assert_round_trip, cases, check_case, simple_calls
+from sample_corpus import SCHEMAS
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.mistral import FORMAT
@@ -16,11 +13,6 @@ ROME = ParsedCall("get_weather", {"city": "Rome"})
 def _parse(text: str) -> tuple[list[ParsedCall], str | None]:
     result = FORMAT.parse(text, SCHEMAS)
     return list(result.calls), result.text
-
-
-@pytest.mark.parametrize("case", cases("mistral"), ids=lambda c: c["id"])
-def test_sample(case: dict[str, Any]) -> None:
-    check_case(FORMAT, case)
 
 
 @pytest.mark.parametrize(
@@ -81,9 +73,3 @@ def test_shapes(text: str, calls: list[ParsedCall], rest: str | None) -> None:
 )
 def test_not_calls(text: str) -> None:
     assert _parse(text) == ([], text)
-
-
-@settings(max_examples=60, deadline=None)
-@given(simple_calls())
-def test_round_trip(calls: list[ParsedCall]) -> None:
-    assert_round_trip(FORMAT, calls)

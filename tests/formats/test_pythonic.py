@@ -1,26 +1,12 @@
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from sample_corpus import (
     SCHEMAS,
-    assert_round_trip,
-    assert_tools_listed,
-    cases,
-    check_case,
-    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.pythonic import FORMAT
-
-
-@pytest.mark.parametrize("case", cases("pythonic"), ids=lambda c: c["id"])
-def test_sample(case: dict[str, Any]) -> None:
-    check_case(FORMAT, case)
 
 
 def test_preamble_line_then_list_and_prose_after() -> None:
@@ -72,19 +58,6 @@ def test_llama_builtin_call_only_if_offered() -> None:
     assert FORMAT.parse(text, SCHEMAS).calls == ()
     offered = {"brave_search": {"type": "object"}}
     assert FORMAT.parse(text, offered).calls == (ParsedCall("brave_search", {"query": "weather"}),)
-
-
-_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=10)
-
-
-@settings(max_examples=60, deadline=None)
-@given(simple_calls(_ANY_TEXT))
-def test_round_trip(calls: list[ParsedCall]) -> None:
-    assert_round_trip(FORMAT, calls)
-
-
-def test_render_tools_lists_every_tool() -> None:
-    assert_tools_listed(FORMAT)
 
 
 def test_integers_beyond_64_bits_decode_like_json() -> None:

@@ -3,23 +3,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
 from sample_corpus import (
     SCHEMAS,
-    assert_round_trip,
-    assert_tools_listed,
-    cases,
-    check_case,
-    simple_calls,
 )
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.qwen3_coder_xml import FORMAT
-
-
-@pytest.mark.parametrize("case", cases("qwen3_coder_xml"), ids=lambda c: c["id"])
-def test_sample(case: dict[str, Any]) -> None:
-    check_case(FORMAT, case)
 
 
 def _call(name: str, params: str, close: str = "</function>\n</tool_call>") -> str:
@@ -116,17 +105,6 @@ def test_seed_oss_wrapper_and_prose_after() -> None:
     result = FORMAT.parse(text, SCHEMAS)
     assert result.calls == (ParsedCall("read_file", {"path": "b"}),)
     assert result.text is not None and result.text.strip() == "ok"
-
-
-@settings(max_examples=60, deadline=None)
-@given(simple_calls())
-def test_round_trip(calls: list[ParsedCall]) -> None:
-    assert_round_trip(FORMAT, calls)
-
-
-def test_render_tools_lists_every_tool() -> None:
-    assert_tools_listed(FORMAT)
-    assert "<tool_response>" in FORMAT.render_result("bash", "ok")
 
 
 def test_last_parameter_close_missing_before_function_close() -> None:
