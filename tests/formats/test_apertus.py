@@ -1,15 +1,14 @@
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
-from sample_corpus import SCHEMAS
+from sample_corpus import parse_with
 
 from proxy.formats.apertus import FORMAT
 from proxy.formats.base import ParsedCall
 
-
-def _parse(text: str) -> tuple[tuple[ParsedCall, ...], str | None]:
-    result = FORMAT.parse(text, SCHEMAS)
-    return result.calls, result.text
+_parse = partial(parse_with, FORMAT)
 
 
 def test_calls_with_prose_around() -> None:

@@ -1,19 +1,14 @@
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 import pytest
-from sample_corpus import (
-    SCHEMAS,
-)
+from sample_corpus import parse_with
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.functionary import FORMAT
 
-
-def _parse(text: str, tools: dict[str, Any] = SCHEMAS) -> tuple[tuple[ParsedCall, ...], str | None]:
-    result = FORMAT.parse(text, tools)
-    return result.calls, result.text
+_parse = partial(parse_with, FORMAT)
 
 
 def test_v31_both_spellings_missing_close_and_prose() -> None:

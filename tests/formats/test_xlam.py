@@ -1,9 +1,9 @@
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
-from sample_corpus import (
-    SCHEMAS,
-)
+from sample_corpus import parse_with
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.xlam import FORMAT
@@ -11,9 +11,7 @@ from proxy.formats.xlam import FORMAT
 _CALL = '{"name": "read_file", "arguments": {"path": "a"}}'
 
 
-def _parse(text: str) -> tuple[tuple[ParsedCall, ...], str | None]:
-    result = FORMAT.parse(text, SCHEMAS)
-    return result.calls, result.text
+_parse = partial(parse_with, FORMAT)
 
 
 @pytest.mark.parametrize(
