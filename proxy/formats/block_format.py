@@ -29,6 +29,8 @@ class BlockFormat(ABC):
     """Between two tools in the prompt (templates that print one JSON list use ", ")."""
     drop: tuple[str, ...] = ()
     """Control tokens removed from the text around the calls."""
+    result_template = "{content}"
+    """A tool result in the history; `{name}` is the tool, `{content}` its output."""
 
     @abstractmethod
     def parse_at(self, text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
@@ -46,7 +48,7 @@ class BlockFormat(ABC):
         return self.instructions.format(tools=tool_list(tools).replace("\n", self.tool_separator))
 
     def render_result(self, name: str, content: str) -> str:
-        return content
+        return self.result_template.format(name=name, content=content)
 
     def find(self, text: str, tools: Mapping[str, JSON]) -> list[Block]:
         """Every call block in text, in order."""

@@ -102,12 +102,10 @@ class Glm45(BlockFormat):
     name = "glm45"
     markers: tuple[str, ...] = (_OPEN,)
     instructions = _INSTRUCTIONS
+    result_template = "<tool_response>\n{content}\n</tool_response>"
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return "\n".join(_render_call(call) for call in calls)
-
-    def render_result(self, name: str, content: str) -> str:
-        return f"<tool_response>\n{content}\n</tool_response>"
 
     parse_at = staticmethod(_parse_at)
 

@@ -85,6 +85,9 @@ class GptOss(BlockFormat):
     name = "gpt_oss"
     markers: tuple[str, ...] = ("<|start|>", "<|channel|>")
     instructions = _INSTRUCTIONS
+    result_template = (
+        "<|start|>functions.{name} to=assistant<|channel|>commentary<|message|>{content}<|end|>"
+    )
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return "".join(
@@ -92,9 +95,6 @@ class GptOss(BlockFormat):
             f"<|message|>{dumps(c.arguments)}<|call|>"
             for c in calls
         )
-
-    def render_result(self, name: str, content: str) -> str:
-        return f"<|start|>functions.{name} to=assistant<|channel|>commentary<|message|>{content}<|end|>"
 
     parse_at = staticmethod(_parse_at)
 

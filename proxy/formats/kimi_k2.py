@@ -115,6 +115,7 @@ class KimiK2(BlockFormat):
     name = "kimi_k2"
     markers: tuple[str, ...] = (*_SECTION, _CALL_BEGIN)
     instructions = _INSTRUCTIONS
+    result_template = "## Return of functions.{name}\n{content}"
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         body = "".join(
@@ -122,9 +123,6 @@ class KimiK2(BlockFormat):
             for index, call in enumerate(calls)
         )
         return f"{_SECTION[0]}{body}<|tool_calls_section_end|>"
-
-    def render_result(self, name: str, content: str) -> str:
-        return f"## Return of functions.{name}\n{content}"
 
     parse_at = staticmethod(_parse_at)
 

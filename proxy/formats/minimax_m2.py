@@ -110,12 +110,10 @@ class MinimaxM2(BlockFormat):
     name = "minimax_m2"
     markers: tuple[str, ...] = (_OPEN,)
     instructions = _INSTRUCTIONS
+    result_template = "<response>{content}</response>"
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return f"{_OPEN}\n" + "".join(_render_call(call) for call in calls) + _CLOSE
-
-    def render_result(self, name: str, content: str) -> str:
-        return f"<response>{content}</response>"
 
     parse_at = staticmethod(_parse_at)
 

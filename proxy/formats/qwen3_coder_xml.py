@@ -163,12 +163,10 @@ class Qwen3CoderXml(BlockFormat):
     name = "qwen3_coder_xml"
     markers: tuple[str, ...] = ("<tool_call>", "<seed:tool_call>", "<function=")
     instructions = _INSTRUCTIONS
+    result_template = "<tool_response>\n{content}\n</tool_response>"
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         return "\n".join(_render_call(call) for call in calls)
-
-    def render_result(self, name: str, content: str) -> str:
-        return f"<tool_response>\n{content}\n</tool_response>"
 
     parse_at = staticmethod(_parse_at)
 
