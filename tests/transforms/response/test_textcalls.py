@@ -4,6 +4,7 @@ import itertools
 import json
 from typing import Any
 
+from chunk_shapes import choice_chunk as _chunk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,18 +14,6 @@ from proxy.types import Chunk, Observation
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 OFFERED = {"get_weather": WEATHER}
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
-
-
-def _chunk(content: str | None = None, finish: str | None = None, **delta: Any) -> Chunk:
-    if content is not None:
-        delta["content"] = content
-    return {
-        "id": "c1",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
 
 
 def _stage(preferred: str | None = None) -> TextCallRecovery:

@@ -1,26 +1,14 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 import pytest
+from chunk_shapes import choice_chunk as _chunk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.transforms.response.thinking import ThinkingSplit
 from proxy.types import Chunk, ReasoningPolicy
-
-
-def _chunk(content: str | None = None, finish: str | None = None, **delta: Any) -> Chunk:
-    if content is not None:
-        delta["content"] = content
-    return {
-        "id": "c1",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
 
 
 def _run(
