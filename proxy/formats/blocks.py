@@ -232,6 +232,12 @@ def skip_space(text: str, pos: int) -> int:
     return match.end() if match is not None else pos
 
 
+def past_close(text: str, pos: int, closer: str) -> int:
+    """Past closer if only whitespace comes before it, else pos: the close may be missing."""
+    after = skip_space(text, pos)
+    return after + len(closer) if closer and text.startswith(closer, after) else pos
+
+
 def json_at(text: str, pos: int) -> tuple[Any, int] | None:
     """The JSON(-ish) object or array starting at pos (after whitespace), and its end.
 
@@ -258,9 +264,7 @@ def wrapped_json_block(
     parts = to_parts(found[0]) if found is not None else None
     if found is None or parts is None:
         return None
-    end = skip_space(text, found[1])
-    end = end + len(closer) if closer and text.startswith(closer, end) else found[1]
-    return section_block(text, at, end, parts, tools)
+    return section_block(text, at, past_close(text, found[1], closer), parts, tools)
 
 
 def json_int(value: int) -> int | float:

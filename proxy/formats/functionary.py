@@ -20,6 +20,7 @@ from proxy.formats.blocks import (
     decode_arguments,
     dumps,
     json_at,
+    past_close,
     section_block,
     skip_space,
     valid_name,
@@ -47,8 +48,7 @@ def _call_block(
     arguments = decode_arguments(found[0]) if found is not None else None
     if found is None or arguments is None or not valid_name(name):
         return None
-    end = skip_space(text, found[1])
-    end = end + len("</function>") if text.startswith("</function>", end) else found[1]
+    end = past_close(text, found[1], "</function>")
     return section_block(text, at, end, [(ParsedCall(name, arguments), text[at:end])], tools)
 
 

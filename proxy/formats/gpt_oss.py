@@ -20,8 +20,8 @@ from proxy.formats.blocks import (
     decode_arguments,
     dumps,
     json_at,
+    past_close,
     section_block,
-    skip_space,
     splice,
     valid_name,
 )
@@ -59,8 +59,7 @@ def _call_block(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     arguments = decode_arguments(found[0]) if found is not None else None
     if found is None or arguments is None:
         return None
-    end = skip_space(text, found[1])
-    end = end + len("<|call|>") if text.startswith("<|call|>", end) else found[1]
+    end = past_close(text, found[1], "<|call|>")
     return section_block(text, at, end, [(ParsedCall(name, arguments), text[at:end])], tools)
 
 

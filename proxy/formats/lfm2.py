@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import Block, calls_from_array, section_block, skip_space
+from proxy.formats.blocks import Block, calls_from_array, past_close, section_block, skip_space
 from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.formats.pythonic import call_list, render_call
 from proxy.types import JSON
@@ -38,10 +38,7 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
         parts = calls_from_array(decoded[0]) if decoded is not None else None
     if parts is None:
         return None
-    after = skip_space(text, end)
-    if text.startswith(_CLOSE, after):
-        end = after + len(_CLOSE)
-    return section_block(text, at, end, parts, tools)
+    return section_block(text, at, past_close(text, end, _CLOSE), parts, tools)
 
 
 class Lfm2(BlockFormat):

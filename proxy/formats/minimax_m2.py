@@ -15,6 +15,7 @@ from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import (
     Block,
+    past_close,
     section_block,
     skip_space,
     valid_name,
@@ -100,10 +101,7 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     if not parts or _INVOKE.match(text, pos):
         # No invoke, or one that is cut off: the section stays text.
         return None
-    after = skip_space(text, pos)
-    if text.startswith(_CLOSE, after):
-        pos = after + len(_CLOSE)
-    return section_block(text, at, pos, parts, tools)
+    return section_block(text, at, past_close(text, pos, _CLOSE), parts, tools)
 
 
 class MinimaxM2(BlockFormat):

@@ -16,6 +16,7 @@ from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import (
     Block,
+    past_close,
     section_block,
     skip_space,
     valid_name,
@@ -152,11 +153,8 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
         return None
     # The closing tag may be missing at the end; a bare `<function=` block
     # (opener dropped after prose, ollama#16686) often keeps an orphan close.
-    after = skip_space(text, pos)
     closer = _CLOSERS[opener] if opener else "</tool_call>"
-    if text.startswith(closer, after):
-        pos = after + len(closer)
-    return section_block(text, at, pos, parts, tools)
+    return section_block(text, at, past_close(text, pos, closer), parts, tools)
 
 
 class Qwen3CoderXml(BlockFormat):

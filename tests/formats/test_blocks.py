@@ -13,6 +13,7 @@ from proxy.formats.blocks import (
     call_from_object,
     find_blocks,
     json_at,
+    past_close,
     protected_spans,
     section_block,
     splice,
@@ -123,3 +124,17 @@ def test_think_tags_inside_arguments_do_not_hide_later_calls() -> None:
         return Block(at, end, (ParsedCall("x", {}),))
 
     assert len(find_blocks(text, re.compile("<c>"), parse_at)) == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "pos", "closer", "expected"),
+    [
+        ("{}</x> more", 2, "</x>", 6),
+        ("{} \n </x>", 2, "</x>", 9),
+        ("{} text </x>", 2, "</x>", 2),  # something else first: the close is missing
+        ("{}  ", 2, "</x>", 2),  # whitespace is not taken without a close
+        ("{}  ", 2, "", 2),  # no closer at all
+    ],
+)
+def test_past_close(text: str, pos: int, closer: str, expected: int) -> None:
+    assert past_close(text, pos, closer) == expected
