@@ -95,22 +95,22 @@ def test_ollama_message_is_kept_verbatim_as_evidence() -> None:
     [
         # model not found (R7), every backend
         (404, b'{"error":"model \'nosuch\' not found"}'),
-        (404, b'{"error":{"message":"model \'nosuch\' not found","type":"not_found_error",'
-              b'"param":null,"code":null}}\n'),
-        (404, b'{"error":{"message":"The model `nosuch` does not exist.","type":"NotFoundError",'
-              b'"param":null,"code":404}}'),
+        (404, (b'{"error":{"message":"model \'nosuch\' not found","type":"not_found_error",'
+              b'"param":null,"code":null}}\n')),
+        (404, (b'{"error":{"message":"The model `nosuch` does not exist.","type":"NotFoundError",'
+              b'"param":null,"code":404}}')),
         # other capabilities Ollama gates
         (400, b'{"error":"\\"test\\" does not support thinking"}'),
         (400, b'{"error":"\\"nomic\\" does not support chat"}'),
         (400, b'{"error":"registry.ollama.ai/library/test:latest does not support insert"}'),
         # request validation and context length
         (400, b'{"error":{"message":"[] is too short - \'messages\'","type":"invalid_request_error"}}'),
-        (400, b'{"error":{"message":"When using `tool_choice`, `tools` must be set.",'
-              b'"type":"BadRequestError","param":null,"code":400}}'),
-        (400, b'{"error":{"code":400,"message":"the request exceeds the available context size,'
-              b' try increasing it","type":"exceed_context_size_error"}}'),
-        (400, b'{"error":{"message":"This model\'s maximum context length is 8192 tokens",'
-              b'"type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}'),
+        (400, (b'{"error":{"message":"When using `tool_choice`, `tools` must be set.",'
+              b'"type":"BadRequestError","param":null,"code":400}}')),
+        (400, (b'{"error":{"code":400,"message":"the request exceeds the available context size,'
+              b' try increasing it","type":"exceed_context_size_error"}}')),
+        (400, (b'{"error":{"message":"This model\'s maximum context length is 8192 tokens",'
+              b'"type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}')),
         (400, b'{"error":"invalid tool call arguments"}'),
         # server errors that are not a jinja refusal
         (500, b'{"error":{"code":500,"message":"model crashed","type":"server_error"}}'),
