@@ -59,6 +59,8 @@ def test_refusal_is_retried_learned_and_remembered(
         _wait_for(lambda: "gemma3:4b" in _learned(caps_path))
         entry = _learned(caps_path)["gemma3:4b"]
         assert entry["tools"] == "off" and entry["source"] == "runtime_error"
+        assert entry["upstream"] == settings.upstreams[0]
+        assert entry["at"].endswith("Z")
         assert "does not support tools" in entry["evidence"]
         assert caps_path.read_text().startswith(PERSON)  # the person's part, byte for byte
 

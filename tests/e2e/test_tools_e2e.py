@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
+from ruamel.yaml import YAML
 from support.fake_ollama import FakeOllama, Reply, tool_call
 
 WEATHER = {"type": "function", "function": {
@@ -100,7 +103,8 @@ def test_parallel_false_keeps_first_call(fake: FakeOllama, client: openai.OpenAI
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_text_call_is_recovered(fake: FakeOllama, client: openai.OpenAI, stream: bool) -> None:
+def test_text_call_is_recovered(fake: FakeOllama, client: openai.OpenAI, caps_path: Path,
+                                stream: bool) -> None:
     text = 'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Tokyo"}}' \
            '\n</tool_call>'
     pieces = [text[i:i + 7] for i in range(0, len(text), 7)]
@@ -118,6 +122,17 @@ def test_text_call_is_recovered(fake: FakeOllama, client: openai.OpenAI, stream:
         assert [c.function.name for c in message.tool_calls or []] == ["get_weather"]
         assert (message.content or "").strip() == "Let me check."
         assert done.choices[0].finish_reason == "tool_calls"
+    # The format that worked is remembered for the model, as an observation.
+    deadline = time.monotonic() + 5
+    while True:
+        learned = YAML(typ="safe").load(caps_path.read_text()).get("learned") or {}
+        entry = learned.get("qwen3:8b") or {}
+        if "tool_format" in entry:
+            break
+        assert time.monotonic() < deadline, learned
+        time.sleep(0.02)
+    assert entry["tool_format"] == "hermes"
+    assert entry["source"] == "observed"
 
 
 def test_text_call_to_unoffered_tool_stays_text(fake: FakeOllama, client: openai.OpenAI) -> None:
