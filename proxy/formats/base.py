@@ -77,13 +77,3 @@ def tool_schemas(tools: Sequence[ToolDef]) -> dict[str, JSON]:
             params = function.get("parameters")
             out[name] = dict(params) if isinstance(params, dict) else {"type": "object"}
     return out
-
-
-def tool_name(tool: ToolDef) -> str:
-    """The function name of a tool definition ("" if malformed)."""
-    function = tool.get("function")
-    if isinstance(function, dict):
-        name = function.get("name")
-        if isinstance(name, str):
-            return name
-    return ""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from proxy.formats.base import tool_schemas
 from proxy.transforms.response.assembly import CallAssembly
 from proxy.transforms.response.checks import SchemaCache
 from proxy.transforms.response.textcalls import TextCallRecovery
@@ -65,22 +66,12 @@ class ResponsePipeline:
         return {}
 
 
-def offered_schemas(tools: Sequence[ToolDef]) -> dict[str, Any]:
-    """Client tool name -> its `parameters` schema exactly as the client wrote it."""
-    out: dict[str, Any] = {}
-    for tool in tools:
-        fn = tool.get("function") or {}
-        if isinstance(fn.get("name"), str):
-            out[fn["name"]] = fn.get("parameters") or {"type": "object", "properties": {}}
-    return out
-
-
 def build_pipeline(
     *, client_tools: Sequence[ToolDef], profile: Profile, plan: Plan,
     parallel_tool_calls: bool | None, schema_cache: SchemaCache,
     id_factory: Callable[[], str],
 ) -> ResponsePipeline:
-    offered = offered_schemas(client_tools)
+    offered = tool_schemas(client_tools)  # the client's schemas, as written
     reverse = {upstream: client for client, upstream in profile.rename}
     forward = dict(profile.rename)
     stages: list[Stage] = []
