@@ -8,6 +8,7 @@ Only this module, passthrough.py, upstream.py and the store do I/O.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Coroutine
 from typing import Any
@@ -93,6 +94,8 @@ async def _answer(ex: Exchange, chat: ChatRequest) -> Response:
     upstream = await svc.route(chat["model"])
     ex.record.model, ex.record.upstream = chat["model"], upstream.root
     ex.record.stream = bool(chat.get("stream"))
+    if svc.settings.log_prompts:
+        _log_prompt(ex, chat)
     profile = await resolve_profile(svc, chat["model"], upstream)
     await svc.limiter.acquire(upstream.root)
     response: httpx.Response | None = None
@@ -114,6 +117,15 @@ async def _answer(ex: Exchange, chat: ChatRequest) -> Response:
                 if response is not None:
                     await response.aclose()
                 await svc.limiter.release(upstream.root)
+
+
+def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
+    """Whole prompts only when asked for twice: --log-prompts and debug level."""
+    log = ex.svc.telemetry.log
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("prompt", extra={"record": {
+            "request_id": ex.record.request_id, "model": chat["model"],
+            "messages": chat["messages"], "tools": chat.get("tools") or []}})
 
 
 def _trivial(chat: ChatRequest, profile: Profile) -> bool:

@@ -11,6 +11,7 @@ import httpx
 import orjson
 import pytest
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.servers import serve
 
 from proxy.app import create_app
 from proxy.logs import MASK, JsonFormatter, TextFormatter, setup_logging
@@ -149,3 +150,18 @@ async def test_text_format_line_per_request(restore_logging: None,
     assert len(lines) == 1
     assert " request request_id=" in lines[0] and "model=qwen3:8b" in lines[0]
     assert "status=200" in lines[0] and PROMPT not in lines[0]
+
+
+def test_prompts_are_logged_only_with_log_prompts_and_debug(
+        caplog: pytest.LogCaptureFixture, make_settings: Any) -> None:
+    secret_prompt = "the launch code is 0000"
+    for log_prompts, level, expected in ((False, logging.DEBUG, False),
+                                         (True, logging.INFO, False),
+                                         (True, logging.DEBUG, True)):
+        caplog.clear()
+        with caplog.at_level(level, logger="toolshim"), \
+                serve(create_app(make_settings(log_prompts=log_prompts))) as url:
+            httpx.post(url + "/v1/chat/completions", json={
+                "model": "qwen3:8b", "messages": [{"role": "user", "content": secret_prompt}]})
+        logged = any(secret_prompt in str(getattr(r, "record", "")) for r in caplog.records)
+        assert logged is expected, (log_prompts, level)
