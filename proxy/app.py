@@ -74,6 +74,7 @@ def from_env() -> Starlette:
 def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starlette:
     """The app; `app.state.drain` is what a server calls `begin()` on when it stops."""
     drain = Drain(settings.shutdown_grace)
+    telemetry = telemetry or Telemetry(log)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -104,7 +105,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
         Middleware(RequestIdMiddleware),
         Middleware(DrainMiddleware, drain=drain),
         Middleware(ApiKeyMiddleware, keys=settings.api_keys,
-                   protect_metrics=settings.protect_metrics),
+                   protect_metrics=settings.protect_metrics, telemetry=telemetry),
     ]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error, ApiError: _api_error,

@@ -19,6 +19,7 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from proxy.errors import error_body
+from proxy.telemetry import RequestRecord, Telemetry
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 OVERHEAD_HEADER = b"x-toolshim-overhead-ms"
@@ -61,8 +62,10 @@ class RequestIdMiddleware:
 class ApiKeyMiddleware:
     """When keys are configured, /v1/* and /admin/* (and /metrics if asked) need one."""
 
-    def __init__(self, app: ASGIApp, keys: Sequence[str], protect_metrics: bool) -> None:
+    def __init__(self, app: ASGIApp, keys: Sequence[str], protect_metrics: bool,
+                 telemetry: Telemetry | None = None) -> None:
         self.app = app
+        self.telemetry = telemetry
         self.keys = [k.encode() for k in keys]
         self.prefixes = ("/v1/", "/v1", "/admin") + (("/metrics",) if protect_metrics else ())
 
@@ -82,6 +85,13 @@ class ApiKeyMiddleware:
                     "headers": [(b"content-type", b"application/json"),
                                 (b"www-authenticate", b"Bearer")]})
         await send({"type": "http.response.body", "body": body})
+        if self.telemetry is not None:
+            # Refused requests are logged and counted too (never with the key sent).
+            request_id = str(scope.get("state", {}).get("request_id", ""))
+            path = scope["path"].removeprefix("/v1/").lstrip("/") or scope["path"]
+            endpoint = "chat.completions" if path == "chat/completions" else path
+            self.telemetry.request_done(RequestRecord(
+                request_id, endpoint, status=401, error="invalid or missing API key"))
 
     def _allowed(self, header: str) -> bool:
         scheme, _, token = header.partition(" ")

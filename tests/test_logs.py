@@ -120,10 +120,11 @@ async def test_one_json_line_per_request_with_no_secret_in_any_line(
     assert KEY not in text and UPSTREAM_KEY not in text and PROMPT not in text
     lines = [orjson.loads(line) for line in text.splitlines()]
     requests = [line for line in lines if line["msg"] == "request"]
-    assert len(requests) == 2  # the third never got past auth
-    one, two = requests
+    assert len(requests) == 3
+    one, two, refused = requests
+    assert refused["status"] == 401 and "model" not in refused  # it never got past auth
     assert one["request_id"] == "req-one" and two["request_id"] == second.headers["x-request-id"]
-    for line in requests:
+    for line in (one, two):
         assert line["model"] == "qwen3:8b" and line["upstream"] == fake_url
         assert line["status"] == 200 and line["endpoint"] == "chat.completions"
         assert line["duration_ms"] > 0 and "overhead_ms" in line and "upstream_ms" in line
@@ -165,3 +166,23 @@ def test_prompts_are_logged_only_with_log_prompts_and_debug(
                 "model": "qwen3:8b", "messages": [{"role": "user", "content": secret_prompt}]})
         logged = any(secret_prompt in str(getattr(r, "record", "")) for r in caplog.records)
         assert logged is expected, (log_prompts, level)
+
+
+def test_refused_requests_get_a_log_line_without_the_key(
+        caplog: pytest.LogCaptureFixture, make_settings: Any) -> None:
+    wrong = "sk-wrong-key-that-must-not-appear"
+    with caplog.at_level(logging.INFO, logger="toolshim"), \
+            serve(create_app(make_settings(api_keys=("sk-right-key-0001",)))) as url:
+        answer = httpx.post(url + "/v1/chat/completions",
+                            headers={"authorization": f"Bearer {wrong}",
+                                     "x-request-id": "req-401-check"},
+                            json={"model": "qwen3:8b", "messages": []})
+        metrics = httpx.get(url + "/metrics").text
+    assert answer.status_code == 401
+    lines = [r.record for r in caplog.records if isinstance(getattr(r, "record", None), dict)]
+    refused = [line for line in lines if line.get("request_id") == "req-401-check"]
+    assert refused and refused[0]["status"] == 401
+    assert refused[0]["endpoint"] == "chat.completions"
+    assert wrong not in caplog.text and all(wrong not in str(line) for line in lines)
+    assert any('status="401"' in line and 'endpoint="chat.completions"' in line
+               for line in metrics.splitlines() if line.startswith("toolshim_requests"))
