@@ -164,7 +164,7 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
         if response.status_code < 400:
             ex.upstream_s += time.perf_counter() - t0
             ex.record.rung = rung_name(plan)
-            _note_request_changes(ex, notes, chat, plan)
+            _note_request_changes(ex, notes)
             return response, plan
         raw = await response.aread()
         await response.aclose()
@@ -191,14 +191,8 @@ def _refusal_observation(profile: Profile, chat: ChatRequest, refusal: Refusal,
                        {"rung": step.tools, "evidence": refusal.message})
 
 
-def _note_request_changes(ex: Exchange, notes: list[Observation], chat: ChatRequest,
-                          plan: Plan) -> None:
+def _note_request_changes(ex: Exchange, notes: list[Observation]) -> None:
     """What the request steps changed on the attempt that answered."""
-    if plan.tools == "off" and chat.get("tools"):
-        # off strips every tool at once; the steps only note partial selections.
-        notes = [n for n in notes if n.kind != "tools_stripped"]
-        notes.append(Observation(ex.record.model or "", "tools_stripped",
-                                 {"count": len(chat["tools"]), "reason": "off"}))
     for note in notes:
         if note.kind == "tools_stripped":
             ex.record.tools_stripped += int(note.detail.get("count", 0))

@@ -25,7 +25,7 @@ from proxy.errors import ApiError, error_body
 from proxy.exchange import Exchange, response_headers
 from proxy.sse import DONE_FRAME, SseDecoder, SseEvent, encode_data
 from proxy.transforms.response import ResponsePipeline
-from proxy.transforms.response.completion import chunks_to_completion, completion_to_chunks
+from proxy.transforms.response.completion import completion_through, run_completion
 from proxy.types import Chunk
 from proxy.upstream import Upstream, iter_bytes
 
@@ -41,12 +41,7 @@ async def complete(ex: Exchange, response: httpx.Response, pipeline: ResponsePip
     finally:
         await response.aclose()
         ex.upstream_s += time.perf_counter() - t0
-    completion = _decode_completion(raw)
-    out: list[Chunk] = []
-    for chunk in completion_to_chunks(completion):
-        out.extend(pipeline.feed(chunk))
-    out.extend(pipeline.flush())
-    result = chunks_to_completion(out, completion)
+    result = run_completion(_decode_completion(raw), pipeline)
     _count_calls(ex, pipeline)
     headers = response_headers(ex)
     headers.update(_call_headers(ex))
@@ -157,10 +152,7 @@ class _Relay:
 
     async def _from_json(self) -> bytes:
         raw = await _read_all(self.response, self.upstream)
-        frames = []
-        for chunk in completion_to_chunks(_decode_completion(raw)):
-            frames.extend(self.pipeline.feed(chunk))
-        frames.extend(self.pipeline.flush())
+        frames = completion_through(_decode_completion(raw), self.pipeline)
         return b"".join(encode_data(orjson.dumps(c)) for c in frames) + DONE_FRAME
 
     def _take(self, piece: bytes) -> bytes:

@@ -28,7 +28,7 @@ class SseEvent:
 
 
 class SseDecoder:
-    """feed(bytes) -> complete events; `pending` says whether a partial event is buffered."""
+    """feed(bytes) -> complete events; a partial event waits for its blank line."""
 
     __slots__ = ("_data", "_event", "_tail")
 
@@ -73,10 +73,6 @@ class SseDecoder:
             line, self._tail = self._tail[:-1], b""
             self._take_line(line, events)
         return events
-
-    @property
-    def pending(self) -> bool:
-        return bool(self._data or self._tail.strip())
 
     def _take_line(self, line: bytes, events: list[SseEvent]) -> None:
         if not line:

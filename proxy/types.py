@@ -1,15 +1,15 @@
 """Shapes every stage shares.
 
 Wire data (OpenAI request bodies, chunks, messages) stay plain orjson dicts,
-typed loosely as TypedDicts/aliases; our own values (Profile, ToolCall,
-Observation) are frozen dataclasses. Nothing here does I/O.
+typed as aliases; our own values (Profile, Observation, Plan) are frozen
+dataclasses. Nothing here does I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 # --- wire shapes (OpenAI) ---------------------------------------------------
 
@@ -21,19 +21,6 @@ ToolDef = dict[str, Any]
 """`{"type": "function", "function": {"name", "description", "parameters"}}`."""
 Chunk = dict[str, Any]
 """One `chat.completion.chunk` object."""
-
-
-class FunctionCallWire(TypedDict, total=False):
-    name: str
-    arguments: str
-
-
-class ToolCallWire(TypedDict, total=False):
-    id: str
-    type: str
-    index: int
-    function: FunctionCallWire
-
 
 ToolMode = Literal["auto", "native", "off", "emulate"]
 InvalidPolicy = Literal["drop", "repair", "keep"]
@@ -93,20 +80,11 @@ class Profile:
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    """A complete tool call, arguments as the JSON text the client will see."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass(frozen=True)
 class Observation:
     """A finding of a stage, handed to learning.py / metrics by chat.py.
 
-    kind is one of: "tools_refused", "tool_choice_refused", "rung_used",
-    "text_calls_recovered", "call_dropped", "call_repaired", "tools_stripped",
+    kind is one of: "tools_refused", "tool_choice_refused", "tool_choice_dropped",
+    "tools_stripped", "text_calls_recovered", "call_dropped", "call_repaired",
     "probe".
     """
 

@@ -40,10 +40,6 @@ class Upstream:
 
     urls: dict[str, httpx.URL] = field(default_factory=dict, repr=False)
 
-    @property
-    def v1(self) -> str:
-        return self.root + "/v1"
-
     def url(self, path: str) -> httpx.URL:
         """Absolute URL for a path; the fixed API paths are parsed once."""
         found = self.urls.get(path)

@@ -14,7 +14,7 @@ from typing import Any
 
 from proxy.transforms.request.content import add_text, content_text, join_contents
 from proxy.transforms.request.system import add_system_text
-from proxy.transforms.request.tools import TOOL_FIELDS
+from proxy.transforms.request.tools import TOOL_FIELDS, tool_name
 from proxy.types import ChatRequest, Message, Observation, Plan, Profile
 
 STRIPPED_FIELDS = (*TOOL_FIELDS, "functions", "function_call")
@@ -147,4 +147,9 @@ def strip_tools_off(
         if has_tool_traffic(request):
             messages = add_system_text(messages, OFF_NOTE)
         out["messages"] = messages
-    return out, []
+    tools = request.get("tools")
+    if not isinstance(tools, list) or not tools:
+        return out, []
+    return out, [Observation(profile.model, "tools_stripped",
+                             {"count": len(tools), "names": [tool_name(t) for t in tools],
+                              "reason": "off"})]

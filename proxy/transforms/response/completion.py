@@ -27,11 +27,16 @@ class ChunkStage(Protocol):
 
 def run_completion(completion: JSON, stage: ChunkStage) -> JSON:
     """A non-stream completion through a streaming stage (or pipeline)."""
+    return chunks_to_completion(completion_through(completion, stage), completion)
+
+
+def completion_through(completion: JSON, stage: ChunkStage) -> list[Chunk]:
+    """The completion as chunks, fed through the stage and flushed."""
     out: list[Chunk] = []
     for chunk in completion_to_chunks(completion):
         out.extend(stage.feed(chunk))
     out.extend(stage.flush())
-    return chunks_to_completion(out, completion)
+    return out
 
 
 def completion_to_chunks(completion: JSON) -> list[Chunk]:

@@ -42,7 +42,9 @@ def test_off_flattens_agent_history() -> None:
     req = agent_request()
     before = copy.deepcopy(req)
     out, obs = strip_tools_off(req, PROFILE, OFF)
-    assert req == before and obs == []
+    assert req == before
+    assert [(o.kind, o.detail["count"], o.detail["reason"]) for o in obs] == [
+        ("tools_stripped", len(req["tools"]), "off")]
     assert out == {
         "model": "m",
         "messages": [
