@@ -60,9 +60,23 @@ def proxy_url(settings: Settings) -> Iterator[str]:
 
 
 @pytest.fixture
-def client(proxy_url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=proxy_url + "/v1", api_key="unused", max_retries=0,
-                         timeout=20)
+def new_sdk() -> Iterator[Callable[..., openai.OpenAI]]:
+    """Make SDK clients for a base URL; all are closed at teardown (no leaked sockets)."""
+    made: list[openai.OpenAI] = []
+
+    def make(url: str, api_key: str = "unused") -> openai.OpenAI:
+        made.append(openai.OpenAI(base_url=url + "/v1", api_key=api_key, max_retries=0,
+                                  timeout=20))
+        return made[-1]
+
+    yield make
+    for one in made:
+        one.close()
+
+
+@pytest.fixture
+def client(proxy_url: str, new_sdk: Callable[..., openai.OpenAI]) -> openai.OpenAI:
+    return new_sdk(proxy_url)
 
 
 @pytest.fixture

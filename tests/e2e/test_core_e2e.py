@@ -61,8 +61,9 @@ def test_stream_is_not_buffered(fake: FakeOllama, client: openai.OpenAI) -> None
     assert first_at < 0.6 < total  # the first piece came long before the last
 
 
-def test_models_are_merged_and_annotated(fake: FakeOllama, proxy_url: str) -> None:
-    models = openai.OpenAI(base_url=proxy_url + "/v1", api_key="x").models.list()
+def test_models_are_merged_and_annotated(new_sdk: Callable[..., openai.OpenAI],
+                                         fake: FakeOllama, proxy_url: str) -> None:
+    models = new_sdk(proxy_url).models.list()
     by_id = {m.id: m for m in models.data}
     assert set(by_id) == {"qwen3:8b", "gemma3:4b"}
     extra: dict[str, Any] = by_id["qwen3:8b"].model_extra or {}
@@ -101,19 +102,21 @@ def test_wrong_shapes_are_400_with_the_sdk(client: openai.OpenAI, body: Any) -> 
     assert "invalid" in str(info.value).lower()
 
 
-def test_body_over_limit_is_413(make_settings: Callable[..., Settings]) -> None:
+def test_body_over_limit_is_413(new_sdk: Callable[..., openai.OpenAI],
+                                make_settings: Callable[..., Settings]) -> None:
     with serve(create_app(make_settings(max_body_bytes=1000))) as url:
-        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        sdk = new_sdk(url)
         with pytest.raises(openai.APIStatusError) as info:
             sdk.chat.completions.create(model="qwen3:8b",
                                         messages=[{"role": "user", "content": "x" * 5000}])
     assert info.value.status_code == 413
 
 
-def test_unreachable_upstream_is_502(make_settings: Callable[..., Settings]) -> None:
+def test_unreachable_upstream_is_502(new_sdk: Callable[..., openai.OpenAI],
+                                     make_settings: Callable[..., Settings]) -> None:
     dead = f"http://127.0.0.1:{free_port()}"
     with serve(create_app(make_settings(upstreams=(dead,), probe=False))) as url:
-        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        sdk = new_sdk(url)
         with pytest.raises(openai.InternalServerError) as info:
             sdk.chat.completions.create(model="qwen3:8b", messages=MSG)
         assert info.value.status_code == 502
@@ -121,10 +124,11 @@ def test_unreachable_upstream_is_502(make_settings: Callable[..., Settings]) -> 
         assert httpx.get(url + "/healthz").status_code == 200
 
 
-def test_slow_upstream_is_504(fake: FakeOllama, make_settings: Callable[..., Settings]) -> None:
+def test_slow_upstream_is_504(new_sdk: Callable[..., openai.OpenAI],
+                              fake: FakeOllama, make_settings: Callable[..., Settings]) -> None:
     fake.reply("qwen3:8b", Reply(content=["late"], delay=2.0))
     with serve(create_app(make_settings(read_timeout=0.3))) as url:
-        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        sdk = new_sdk(url)
         with pytest.raises(openai.APIStatusError) as info:
             sdk.chat.completions.create(model="qwen3:8b", messages=MSG)
     assert info.value.status_code == 504
@@ -195,13 +199,13 @@ def test_client_leaving_a_slow_non_stream_request_cancels_upstream(
     assert fake.abandoned == 1
 
 
-def test_models_are_routed_to_the_upstream_that_lists_them(
+def test_models_are_routed_to_the_upstream_that_lists_them(new_sdk: Callable[..., openai.OpenAI], 
         fake_url: str, make_settings: Callable[..., Settings]) -> None:
     other = FakeOllama()
     other.add_model("llama3.2:3b")
     with serve(other.app, lifespan="off") as other_url, \
             serve(create_app(make_settings(upstreams=(fake_url, other_url)))) as url:
-        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        sdk = new_sdk(url)
         done = sdk.chat.completions.create(model="llama3.2:3b", messages=MSG)
         assert done.choices[0].message.content == "Hello from llama3.2:3b"
         assert other.chat_requests()[-1]["model"] == "llama3.2:3b"
@@ -209,23 +213,18 @@ def test_models_are_routed_to_the_upstream_that_lists_them(
         assert listed == {"qwen3:8b", "gemma3:4b", "llama3.2:3b"}
 
 
-def test_upstream_garbage_answer_is_502(fake: FakeOllama, client: openai.OpenAI) -> None:
-    fake.reply("qwen3:8b", Reply(status=200, body=b"<html>proxy error page</html>",
-                                 content_type="text/html"))
+@pytest.mark.parametrize(("status", "body", "expected", "says"), [
+    (200, b"<html>proxy error page</html>", 502, "not a chat completion"),
+    (500, b"<html>Internal Server Error</html>", 500, "Internal Server Error"),
+])
+def test_upstream_html_answers_become_envelopes(fake: FakeOllama, client: openai.OpenAI,
+                                                status: int, body: bytes, expected: int,
+                                                says: str) -> None:
+    fake.reply("qwen3:8b", Reply(status=status, body=body, content_type="text/html"))
     with pytest.raises(openai.APIStatusError) as info:
         client.chat.completions.create(model="qwen3:8b", messages=MSG)
-    assert info.value.status_code == 502
-    assert "not a chat completion" in str(info.value)
-
-
-def test_upstream_500_html_keeps_status_in_the_envelope(fake: FakeOllama,
-                                                        client: openai.OpenAI) -> None:
-    fake.reply("qwen3:8b", Reply(status=500, body=b"<html>Internal Server Error</html>",
-                                 content_type="text/html"))
-    with pytest.raises(openai.InternalServerError) as info:
-        client.chat.completions.create(model="qwen3:8b", messages=MSG)
-    assert info.value.status_code == 500
-    assert "Internal Server Error" in str(info.value)
+    assert info.value.status_code == expected
+    assert says in str(info.value)
 
 
 def test_stream_cut_without_finish_ends_with_error(fake: FakeOllama,

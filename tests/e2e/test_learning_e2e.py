@@ -42,12 +42,12 @@ def _wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
         time.sleep(0.02)
 
 
-def test_refusal_is_retried_learned_and_remembered(
+def test_refusal_is_retried_learned_and_remembered(new_sdk: Callable[..., openai.OpenAI], 
         fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
     caps_path.write_text(PERSON)
     settings = make_settings(probe=False)
     with serve(create_app(settings)) as url:
-        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        sdk = new_sdk(url)
         raw = sdk.chat.completions.with_raw_response.create(
             model="gemma3:4b", messages=MSG, tools=TOOLS)
         assert raw.parse().choices[0].message.content == "Hello from gemma3:4b"
@@ -73,18 +73,18 @@ def test_refusal_is_retried_learned_and_remembered(
 
     # A restarted proxy applies the fact from the file at once.
     with serve(create_app(settings)) as url:
-        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        sdk = new_sdk(url)
         before = len(fake.chat_requests())
         sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)
         assert len(fake.chat_requests()) == before + 1
         assert "tools" not in fake.chat_requests()[-1]
 
 
-def test_a_persons_entry_wins_over_learning(
+def test_a_persons_entry_wins_over_learning(new_sdk: Callable[..., openai.OpenAI], 
         fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
     caps_path.write_text('version: 1\nmodels:\n  "gemma3:4b":\n    tools: native\n')
     with serve(create_app(make_settings(probe=False))) as url:
-        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        sdk = new_sdk(url)
         try:
             sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)
         except openai.BadRequestError as exc:
@@ -94,10 +94,10 @@ def test_a_persons_entry_wins_over_learning(
     assert "gemma3:4b" not in _learned(caps_path)
 
 
-def test_probe_learns_before_the_first_request(
+def test_probe_learns_before_the_first_request(new_sdk: Callable[..., openai.OpenAI], 
         fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
     with serve(create_app(make_settings())) as url:
-        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        sdk = new_sdk(url)
         sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)
         # /api/show said no "tools": the first request already went without them.
         assert [("tools" in r) for r in fake.chat_requests()] == [False]
@@ -105,10 +105,10 @@ def test_probe_learns_before_the_first_request(
         assert _learned(caps_path)["gemma3:4b"]["source"] == "probe"
 
 
-def test_other_errors_are_not_mistaken_for_refusals(
+def test_other_errors_are_not_mistaken_for_refusals(new_sdk: Callable[..., openai.OpenAI], 
         fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
     with serve(create_app(make_settings(probe=False))) as url:
-        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        sdk = new_sdk(url)
         try:
             sdk.chat.completions.create(model="nosuch", messages=MSG, tools=TOOLS)
         except openai.NotFoundError:

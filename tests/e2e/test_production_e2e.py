@@ -64,17 +64,15 @@ def _wait_up(proc: subprocess.Popen[bytes], url: str) -> None:
     raise RuntimeError("proxy did not start")
 
 
-def _sdk(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0, timeout=20)
-
-
 def test_sigterm_lets_an_open_stream_finish(fake: FakeOllama, fake_url: str, caps_path: Path,
-                                           tmp_path: Path) -> None:
+                                           tmp_path: Path,
+                                           new_sdk: Callable[..., openai.OpenAI]) -> None:
     pieces = [f"p{i} " for i in range(12)]
     fake.reply("qwen3:8b", Reply(content=pieces, delay=0.1))
     with proxy_process(fake_url, caps_path, tmp_path / "log", "--shutdown-grace", "10") \
             as (proc, url):
-        stream = _sdk(url).chat.completions.create(model="qwen3:8b", messages=MSG, stream=True)
+        stream = new_sdk(url, KEY).chat.completions.create(model="qwen3:8b", messages=MSG,
+                                                          stream=True)
         got: list[str] = []
         finishes = []
         for chunk in stream:
@@ -119,7 +117,7 @@ def test_past_the_grace_a_stream_ends_with_an_error_event(
     assert fake.abandoned == 1  # the backend request was closed too
 
 
-def test_burst_past_the_bound_gets_429_with_retry_after(
+def test_burst_past_the_bound_gets_429_with_retry_after(new_sdk: Callable[..., openai.OpenAI], 
         fake: FakeOllama, make_settings: Callable[..., Settings]) -> None:
     fake.reply("qwen3:8b", Reply(content=["slow"], delay=0.6))
     settings = make_settings(probe=False, max_concurrency=2, max_queue=1, queue_timeout=5.0)
@@ -127,7 +125,7 @@ def test_burst_past_the_bound_gets_429_with_retry_after(
     retry_after: list[str] = []
     lock = threading.Lock()
     with serve(create_app(settings)) as url:
-        sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0, timeout=20)
+        sdk = new_sdk(url)
 
         def one() -> None:
             try:
@@ -158,11 +156,11 @@ def test_hundreds_of_streams_fit_the_default_bounds(
     assert settings.read_timeout >= 300  # a cold model load must not time out
 
 
-def test_auth_with_the_sdk(make_settings: Callable[..., Settings]) -> None:
+def test_auth_with_the_sdk(new_sdk: Callable[..., openai.OpenAI],
+                           make_settings: Callable[..., Settings]) -> None:
     with serve(create_app(make_settings(api_keys=(KEY,), probe=False))) as url:
         with pytest.raises(openai.AuthenticationError) as info:
-            openai.OpenAI(base_url=url + "/v1", api_key="wrong", max_retries=0) \
-                .chat.completions.create(model="qwen3:8b", messages=MSG)
-        done = _sdk(url).chat.completions.create(model="qwen3:8b", messages=MSG)
+            new_sdk(url, "wrong").chat.completions.create(model="qwen3:8b", messages=MSG)
+        done = new_sdk(url, KEY).chat.completions.create(model="qwen3:8b", messages=MSG)
     assert info.value.status_code == 401
     assert done.choices[0].message.content == "Hello from qwen3:8b"

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -59,8 +59,9 @@ def _learned(path: Path) -> dict[str, Any]:
     return dict((YAML(typ="safe").load(path.read_text()) or {}).get("learned") or {})
 
 
-def test_workers_learn_together(fake: FakeOllama, workers_url: str, caps_path: Path) -> None:
-    sdk = openai.OpenAI(base_url=workers_url + "/v1", api_key="x", max_retries=0)
+def test_workers_learn_together(new_sdk: Callable[..., openai.OpenAI],
+                                fake: FakeOllama, workers_url: str, caps_path: Path) -> None:
+    sdk = new_sdk(workers_url)
 
     def ask(model: str) -> str | None:
         return sdk.chat.completions.create(model=model, messages=MSG,
