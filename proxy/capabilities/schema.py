@@ -13,6 +13,7 @@ elsewhere `null` is an error, since it would silently mean "inherit".
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -68,22 +69,18 @@ def glob_error(pattern: str) -> str | None:
     return None
 
 
-def _check_name(name: str) -> str:
-    if not name.strip():
-        raise ValueError("a model name or glob may not be empty")
-    problem = glob_error(name)
-    if problem is not None:
-        raise ValueError(problem)
-    return name
+def _glob_check(what: str) -> Callable[[str], str]:
+    """A validator: a non-empty name or glob with balanced brackets."""
 
+    def check(name: str) -> str:
+        if not name.strip():
+            raise ValueError(f"a {what} may not be empty")
+        problem = glob_error(name)
+        if problem is not None:
+            raise ValueError(problem)
+        return name
 
-def _check_tool_name(name: str) -> str:
-    if not name:
-        raise ValueError("a tool name may not be empty")
-    problem = glob_error(name)
-    if problem is not None:
-        raise ValueError(problem)
-    return name
+    return check
 
 
 def _check_tool_format(name: str) -> str:
@@ -101,8 +98,8 @@ def _check_timestamp(value: str) -> str:
     return value
 
 
-ModelKey = Annotated[str, AfterValidator(_check_name)]
-ToolName = Annotated[str, AfterValidator(_check_tool_name)]
+ModelKey = Annotated[str, AfterValidator(_glob_check("model name or glob"))]
+ToolName = Annotated[str, AfterValidator(_glob_check("tool name"))]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 
 
