@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from starlette.requests import Request
 
+from proxy.api.hostile import MAX_DEPTH, depth_exceeds, ref_cycle
 from proxy.errors import ApiError
 from proxy.types import ChatRequest
 
@@ -41,10 +42,11 @@ class _ChatBody(BaseModel):
     model_config = ConfigDict(extra="allow")
     model: str = Field(min_length=1)
     messages: list[_Message] = Field(min_length=1)
-    stream: bool | None = None
+    # "false" (a string) must not start a stream: booleans are strict.
+    stream: StrictBool | None = None
     tools: list[_Tool] | None = None
     tool_choice: str | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
+    parallel_tool_calls: StrictBool | None = None
     stream_options: dict[str, Any] | None = None
 
 
@@ -75,6 +77,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         raise ApiError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid request: the body must be a JSON object", code="invalid_request")
+    check_walkable(body)
     try:
         _ChatBody.model_validate(body)
     except ValidationError as exc:
@@ -82,4 +85,22 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         where = ".".join(str(p) for p in err["loc"]) or "body"
         raise ApiError(400, f"invalid chat request: {where}: {err['msg']}", param=where,
                        code="invalid_request") from None
+    _check_tool_refs(body)
     return body
+
+
+def check_walkable(body: object) -> None:
+    """Refuse nesting every later recursive walk (and orjson.dumps) would choke on."""
+    if depth_exceeds(body):
+        raise ApiError(400, f"invalid request: JSON nested deeper than {MAX_DEPTH} levels",
+                       code="too_deeply_nested")
+
+
+def _check_tool_refs(body: ChatRequest) -> None:
+    for index, tool in enumerate(body.get("tools") or []):
+        cycle = ref_cycle(tool["function"].get("parameters"))
+        if cycle:
+            name = tool["function"]["name"]
+            raise ApiError(400, f"invalid tool {name!r}: its parameters schema has a $ref "
+                           f"cycle that never ends: {cycle}", param=f"tools.{index}",
+                           code="invalid_tool_schema")
