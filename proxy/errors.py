@@ -21,6 +21,9 @@ _TYPE_BY_STATUS = {
     413: "invalid_request_error",
     422: "invalid_request_error",
     429: "rate_limit_error",
+    # An upstream that failed reads the same on every endpoint (chat, models, passthrough).
+    502: "api_error",
+    504: "timeout_error",
 }
 
 

@@ -86,6 +86,14 @@ def response_headers(headers: httpx.Headers) -> dict[str, str]:
     return {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
 
 
+def passthrough_response_headers(headers: httpx.Headers) -> dict[str, str]:
+    """An upstream's headers fit to relay: no hop-by-hop ones (those its Connection
+    header names too) and no `date` (the server adds its own: one date header)."""
+    named = {h.strip().lower() for v in headers.get_list("connection") for h in v.split(",")}
+    return {k: v for k, v in headers.items()
+            if k.lower() not in HOP_BY_HOP and k.lower() not in named and k.lower() != "date"}
+
+
 async def send(upstream: Upstream, method: str, path: str, *, content: bytes | None,
                headers: Mapping[str, str]) -> httpx.Response:
     """Open a request and return the response with its body not yet read.
