@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from proxy.admin import admin_capabilities
+from proxy.api.client_timeouts import BodyTimeoutMiddleware
 from proxy.capabilities.store import CapabilityStore
 from proxy.chat import chat_completions
 from proxy.errors import ApiError, error_body
@@ -106,6 +107,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
         Middleware(DrainMiddleware, drain=drain),
         Middleware(ApiKeyMiddleware, keys=settings.api_keys,
                    protect_metrics=settings.protect_metrics, telemetry=telemetry),
+        Middleware(BodyTimeoutMiddleware, timeout=settings.client_timeout),
     ]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error, ApiError: _api_error,

@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
+from proxy.api.client_timeouts import TIMED_OUT
 from proxy.api.hostile import MAX_DEPTH, depth_exceeds, ref_cycle
 from proxy.errors import ApiError
 from proxy.types import ChatRequest
@@ -57,11 +58,18 @@ async def read_body(request: Request, limit: int) -> bytes:
         raise _too_large(limit)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        if request.scope.get("state", {}).get(TIMED_OUT):
+            raise ApiError(408, "request body not received in time", type_="timeout_error",
+                           code="client_timeout", headers={"connection": "close"}) from None
+        raise ApiError(499, "client closed the connection mid-body",
+                       code="client_closed") from None
     return b"".join(chunks)
 
 
