@@ -25,7 +25,13 @@ from proxy.chat import chat_completions
 from proxy.errors import ApiError, error_body
 from proxy.limits import Limiter
 from proxy.metrics import CONTENT_TYPE
-from proxy.middleware import ApiKeyMiddleware, Drain, DrainMiddleware, RequestIdMiddleware
+from proxy.middleware import (
+    ApiKeyMiddleware,
+    Drain,
+    DrainMiddleware,
+    RequestIdMiddleware,
+    bearer_allowed,
+)
 from proxy.passthrough import forward, list_models
 from proxy.services import Services
 from proxy.settings import Settings
@@ -138,6 +144,11 @@ async def readyz(request: Request) -> Response:
                             "upstreams_answering": fresh}
     status = 200 if fresh else 503
     body["status"] = "ready" if fresh else "no upstream answered"
+    keys = [k.encode() for k in svc.settings.api_keys]
+    if keys and not bearer_allowed(request.headers.get("authorization", ""), keys):
+        # Anyone may ask whether it is ready; paths, URLs and parse errors need a key.
+        body = {"status": body["status"],
+                "capabilities": "ok" if body["capabilities"] == "ok" else "error"}
     return Response(orjson.dumps(body), status_code=status, media_type="application/json")
 
 
