@@ -32,6 +32,7 @@ from proxy.middleware import (
     RequestIdMiddleware,
     bearer_allowed,
 )
+from proxy.observability.startup import log_upstream_kind, startup_line
 from proxy.passthrough import forward, list_models
 from proxy.services import Services
 from proxy.settings import Settings
@@ -89,6 +90,9 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
         app.state.services = svc
         svc.store.reload_if_changed()
         svc.telemetry.bind(svc.store, svc.limiter)
+        startup_line(settings, svc.store.capabilities(), log)
+        for upstream in svc.upstreams.values():
+            svc.spawn(log_upstream_kind(upstream, log))
         try:
             yield
         finally:
