@@ -73,7 +73,7 @@ class ApiError(Exception):
 def upstream_error_body(status: int, raw: bytes) -> dict[str, Any]:
     """Re-shape an upstream error body into the OpenAI envelope.
 
-    Backends disagree (backends.md): Ollama native `{"error": "msg"}`, Ollama /v1
+    Backends disagree (docs/backends.md): Ollama native `{"error": "msg"}`, Ollama /v1
     and vLLM nested (vLLM's `code` is an int), pre-0.10 vLLM flat, llama.cpp with
     an int code and no param. Clients only understand the OpenAI shape.
     """

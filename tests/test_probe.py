@@ -1,4 +1,4 @@
-"""Probing models against a fake Ollama / vLLM that answers as backends.md says."""
+"""Probing models against a fake Ollama / vLLM that answers as docs/backends.md says."""
 
 from __future__ import annotations
 
