@@ -181,6 +181,7 @@ async def _api_error(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
-    log.exception("unexpected error on %s %s", request.method, request.url.path)
+    log.exception("unexpected error on %s %s", request.method, request.url.path,
+                  extra={"record": {"request_id": getattr(request.state, "request_id", None)}})
     return Response(orjson.dumps(error_body("internal error in toolshim", 500)),
                     status_code=500, media_type="application/json")

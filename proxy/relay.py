@@ -130,7 +130,8 @@ class _Relay:
             raise
         except Exception:
             # A bug of ours mid-stream: log it once, end the stream cleanly.
-            self.ex.svc.telemetry.log.exception("stream failed inside toolshim")
+            self.ex.svc.telemetry.log.exception("stream failed inside toolshim", extra={
+                "record": {"request_id": self.ex.record.request_id}})
             self.status, self.error = 500, "internal error in toolshim"
             yield _error_frame(self.error, 500, "internal_error") + DONE_FRAME
         finally:

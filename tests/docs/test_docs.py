@@ -55,7 +55,6 @@ def test_each_example_is_recovered_as_a_call(name: str, text: str) -> None:
     assert result.calls[0].arguments == {"city": "Paris"}
 
 
-# Built by concatenation so this file does not match itself.
 _OUTSIDE = re.compile("|".join([
     re.escape("../" + "shared"),
     re.escape("/work" + "/"),
@@ -69,6 +68,8 @@ def test_no_tracked_file_refers_outside_the_repository() -> None:
                              check=True).stdout.split()
     offenders: list[str] = []
     for name in tracked:
+        if name == "tests/docs/test_docs.py":  # names the patterns it looks for
+            continue
         path = ROOT / name
         if not path.is_file() or path.suffix in {".png", ".jpg", ".ico", ".gz"}:
             continue
