@@ -14,7 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
 from proxy.api.client_timeouts import TIMED_OUT
-from proxy.api.hostile import MAX_DEPTH, depth_exceeds, ref_cycle
+from proxy.api.hostile import (
+    MAX_DEPTH,
+    MAX_EXPANDED,
+    depth_exceeds,
+    expansion_exceeds,
+    ref_cycle,
+)
 from proxy.errors import ApiError
 from proxy.types import ChatRequest
 
@@ -106,9 +112,14 @@ def check_walkable(body: object) -> None:
 
 def _check_tool_refs(body: ChatRequest) -> None:
     for index, tool in enumerate(body.get("tools") or []):
-        cycle = ref_cycle(tool["function"].get("parameters"))
+        parameters = tool["function"].get("parameters")
+        name = tool["function"]["name"]
+        cycle = ref_cycle(parameters)
         if cycle:
-            name = tool["function"]["name"]
             raise ApiError(400, f"invalid tool {name!r}: its parameters schema has a $ref "
                            f"cycle that never ends: {cycle}", param=f"tools.{index}",
                            code="invalid_tool_schema")
+        if expansion_exceeds(parameters):
+            raise ApiError(400, f"invalid tool {name!r}: its parameters schema grows past "
+                           f"{MAX_EXPANDED} nodes once its $refs are expanded",
+                           param=f"tools.{index}", code="invalid_tool_schema")

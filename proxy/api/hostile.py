@@ -65,6 +65,36 @@ def ref_cycle(schema: Any) -> str | None:
     return None
 
 
+MAX_EXPANDED = 100_000
+"""schema nodes a tool's parameters may grow to once local $refs are inlined."""
+
+
+def expansion_exceeds(schema: Any, budget: int = MAX_EXPANDED) -> bool:
+    """Whether inlining local $refs (as the schema rewrite does: a ref already being
+    expanded becomes `{}`) would pass `budget` nodes: refs that fan out to refs,
+    level after level, grow exponentially from a small body."""
+    if not isinstance(schema, dict):
+        return False
+    count = 0
+    pending: list[tuple[Any, tuple[str, ...]]] = [(schema, ())]
+    while pending:
+        node, stack = pending.pop()
+        count += 1
+        if count > budget:
+            return True
+        if isinstance(node, list):
+            pending.extend((item, stack) for item in node if isinstance(item, (dict, list)))
+            continue
+        if not isinstance(node, dict):
+            continue
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#") and ref not in stack:
+            pending.append((_pointer(schema, ref), (*stack, ref)))
+        pending.extend((value, stack) for key, value in node.items()
+                       if key != "$ref" and isinstance(value, (dict, list)))
+    return False
+
+
 def _ref_nodes(schema: dict[str, Any]) -> Iterator[str]:
     """Every local $ref value in the schema (walked iteratively)."""
     pending: list[Any] = [schema]

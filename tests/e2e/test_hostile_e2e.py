@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
@@ -130,3 +131,17 @@ async def test_generated_hostile_bodies_never_get_a_500(asgi: httpx.AsyncClient,
     response = await asgi.post("/v1/chat/completions", content=raw)
     assert response.status_code < 500 or response.status_code in (502, 504), response.text
     assert "error" in response.json() or response.status_code == 200
+
+
+async def test_refs_that_fan_out_exponentially_are_a_400(asgi: httpx.AsyncClient) -> None:
+    # 30 definitions, each referring twice to the next: 2**30 nodes once inlined.
+    defs: dict[str, Any] = {f"d{i}": {"type": "object", "properties": {
+        "a": {"$ref": f"#/$defs/d{i + 1}"}, "b": {"$ref": f"#/$defs/d{i + 1}"}}}
+        for i in range(30)}
+    defs["d30"] = {"type": "string"}
+    schema = {"type": "object", "$defs": defs, "properties": {"x": {"$ref": "#/$defs/d0"}}}
+    started = time.perf_counter()
+    response = await asgi.post("/v1/chat/completions", content=_with_tool(orjson.dumps(schema)))
+    assert response.status_code == 400
+    assert "once its $refs are expanded" in response.json()["error"]["message"]
+    assert time.perf_counter() - started < 5
