@@ -1,6 +1,6 @@
 """Canned Ollama (>= v0.32.6) answers for the benchmark's fake upstream, as bytes.
 
-Owns the wire shapes only (backends.md 1b, 1c, R3, R7); no sockets, no clock. Models:
+Owns the wire shapes only (docs/backends.md 1b, 1c, R3, R7); no sockets, no clock. Models:
 ``bench-small`` (short answer; streamed as 2 chunks), ``bench-chunks-N`` and
 ``bench-slow-N`` (N content chunks; the server decides the pacing).
 """

@@ -30,7 +30,7 @@ def _tool(name: str, desc: str, props: dict[str, str]) -> dict[str, object]:
             "function": {"name": name, "description": desc, "parameters": schema}}
 
 
-# Three ordinary tools (shapes from /work/shared/tools.json): W2t offers them on a
+# Three ordinary tools (shapes of common real-world tools): W2t offers them on a
 # plain-text stream, so the proxy pays for tool-call checking and text-call recovery
 # on every chunk without ever finding a call.
 TOOLS = (

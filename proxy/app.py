@@ -19,12 +19,20 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from proxy.admin import admin_capabilities
+from proxy.api.client_timeouts import BodyTimeoutMiddleware
 from proxy.capabilities.store import CapabilityStore
 from proxy.chat import chat_completions
 from proxy.errors import ApiError, error_body
 from proxy.limits import Limiter
 from proxy.metrics import CONTENT_TYPE
-from proxy.middleware import ApiKeyMiddleware, Drain, DrainMiddleware, RequestIdMiddleware
+from proxy.middleware import (
+    ApiKeyMiddleware,
+    Drain,
+    DrainMiddleware,
+    RequestIdMiddleware,
+    bearer_allowed,
+)
+from proxy.observability.startup import log_upstream_kind, startup_line
 from proxy.passthrough import forward, list_models
 from proxy.services import Services
 from proxy.settings import Settings
@@ -82,6 +90,9 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
         app.state.services = svc
         svc.store.reload_if_changed()
         svc.telemetry.bind(svc.store, svc.limiter)
+        startup_line(settings, svc.store.capabilities(), log)
+        for upstream in svc.upstreams.values():
+            svc.spawn(log_upstream_kind(upstream, log))
         try:
             yield
         finally:
@@ -106,6 +117,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
         Middleware(DrainMiddleware, drain=drain),
         Middleware(ApiKeyMiddleware, keys=settings.api_keys,
                    protect_metrics=settings.protect_metrics, telemetry=telemetry),
+        Middleware(BodyTimeoutMiddleware, timeout=settings.client_timeout),
     ]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error, ApiError: _api_error,
@@ -136,6 +148,11 @@ async def readyz(request: Request) -> Response:
                             "upstreams_answering": fresh}
     status = 200 if fresh else 503
     body["status"] = "ready" if fresh else "no upstream answered"
+    keys = [k.encode() for k in svc.settings.api_keys]
+    if keys and not bearer_allowed(request.headers.get("authorization", ""), keys):
+        # Anyone may ask whether it is ready; paths, URLs and parse errors need a key.
+        body = {"status": body["status"],
+                "capabilities": "ok" if body["capabilities"] == "ok" else "error"}
     return Response(orjson.dumps(body), status_code=status, media_type="application/json")
 
 
@@ -164,6 +181,7 @@ async def _api_error(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
-    log.exception("unexpected error on %s %s", request.method, request.url.path)
+    log.exception("unexpected error on %s %s", request.method, request.url.path,
+                  extra={"record": {"request_id": getattr(request.state, "request_id", None)}})
     return Response(orjson.dumps(error_body("internal error in toolshim", 500)),
                     status_code=500, media_type="application/json")

@@ -19,6 +19,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from proxy.api.failures import answer_or_error
 from proxy.chat_request import parse_chat_request, read_body
 from proxy.errors import ApiError, upstream_error_body
 from proxy.exchange import Exchange, now_iso
@@ -38,18 +39,7 @@ from proxy.upstream import Upstream, forward_headers, send
 async def chat_completions(request: Request) -> Response:
     svc: Services = request.app.state.services
     ex = Exchange(svc, request, RequestRecord(request.state.request_id, "chat.completions"))
-    try:
-        return await _handle(ex)
-    except ApiError as exc:
-        error = exc
-    except Exception:
-        # A bug of ours must still end as one clean, logged, OpenAI-shaped error.
-        svc.telemetry.log.exception("chat request failed inside toolshim")
-        error = ApiError(500, "internal error in toolshim", type_="server_error")
-    ex.finish(error.status, error.message)
-    response = error.response()
-    response.headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
-    return response
+    return await answer_or_error(ex, _handle(ex), "chat request")
 
 
 async def _handle(ex: Exchange) -> Response:
@@ -175,7 +165,8 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
             raise _upstream_failure(response.status_code, raw)
         ex.observations.append(_refusal_observation(profile, chat, refusal, step))
         ex.record.retries += 1
-        ex.svc.telemetry.log.info("retrying %s one rung down: %s", profile.model, rung_name(step))
+        ex.svc.telemetry.log.info("retrying %s one rung down: %s", profile.model, rung_name(step),
+                                  extra={"record": {"request_id": ex.record.request_id}})
         plan = step
     raise ApiError(502, "upstream kept refusing the request", code="upstream_refused")
 

@@ -10,9 +10,17 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from starlette.requests import Request
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from starlette.requests import ClientDisconnect, Request
 
+from proxy.api.client_timeouts import TIMED_OUT
+from proxy.api.hostile import (
+    MAX_DEPTH,
+    MAX_EXPANDED,
+    depth_exceeds,
+    expansion_exceeds,
+    ref_cycle,
+)
 from proxy.errors import ApiError
 from proxy.types import ChatRequest
 
@@ -41,10 +49,11 @@ class _ChatBody(BaseModel):
     model_config = ConfigDict(extra="allow")
     model: str = Field(min_length=1)
     messages: list[_Message] = Field(min_length=1)
-    stream: bool | None = None
+    # "false" (a string) must not start a stream: booleans are strict.
+    stream: StrictBool | None = None
     tools: list[_Tool] | None = None
     tool_choice: str | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
+    parallel_tool_calls: StrictBool | None = None
     stream_options: dict[str, Any] | None = None
 
 
@@ -55,11 +64,18 @@ async def read_body(request: Request, limit: int) -> bytes:
         raise _too_large(limit)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        if request.scope.get("state", {}).get(TIMED_OUT):
+            raise ApiError(408, "request body not received in time", type_="timeout_error",
+                           code="client_timeout", headers={"connection": "close"}) from None
+        raise ApiError(499, "client closed the connection mid-body",
+                       code="client_closed") from None
     return b"".join(chunks)
 
 
@@ -75,6 +91,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         raise ApiError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid request: the body must be a JSON object", code="invalid_request")
+    check_walkable(body)
     try:
         _ChatBody.model_validate(body)
     except ValidationError as exc:
@@ -82,4 +99,27 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         where = ".".join(str(p) for p in err["loc"]) or "body"
         raise ApiError(400, f"invalid chat request: {where}: {err['msg']}", param=where,
                        code="invalid_request") from None
+    _check_tool_refs(body)
     return body
+
+
+def check_walkable(body: object) -> None:
+    """Refuse nesting every later recursive walk (and orjson.dumps) would choke on."""
+    if depth_exceeds(body):
+        raise ApiError(400, f"invalid request: JSON nested deeper than {MAX_DEPTH} levels",
+                       code="too_deeply_nested")
+
+
+def _check_tool_refs(body: ChatRequest) -> None:
+    for index, tool in enumerate(body.get("tools") or []):
+        parameters = tool["function"].get("parameters")
+        name = tool["function"]["name"]
+        cycle = ref_cycle(parameters)
+        if cycle:
+            raise ApiError(400, f"invalid tool {name!r}: its parameters schema has a $ref "
+                           f"cycle that never ends: {cycle}", param=f"tools.{index}",
+                           code="invalid_tool_schema")
+        if expansion_exceeds(parameters):
+            raise ApiError(400, f"invalid tool {name!r}: its parameters schema grows past "
+                           f"{MAX_EXPANDED} nodes once its $refs are expanded",
+                           param=f"tools.{index}", code="invalid_tool_schema")

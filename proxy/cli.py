@@ -61,6 +61,7 @@ def _run(settings: Settings) -> None:
     """Serve until SIGTERM/SIGINT; drain open requests for the grace period; return."""
     import uvicorn
 
+    from proxy.api.client_timeouts import header_timeout_protocol
     from proxy.app import create_app
     from proxy.middleware import Drain
 
@@ -75,6 +76,7 @@ def _run(settings: Settings) -> None:
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_config=None,
         log_level=settings.log_level, access_log=False, server_header=False,
+        http=header_timeout_protocol(settings.client_timeout),
         # uvicorn's own deadline is a backstop: the drain ends streams cleanly first.
         timeout_graceful_shutdown=math.ceil(settings.shutdown_grace) + 2)
     # uvicorn re-raises the signal it caught once it has shut down; with the
@@ -98,6 +100,7 @@ def _run_workers(settings: Settings) -> None:
     uvicorn.run("proxy.app:from_env", factory=True, workers=settings.workers,
                 host=settings.host, port=settings.port, log_config=None,
                 log_level=settings.log_level, access_log=False, server_header=False,
+                http="proxy.api.client_timeouts:HeaderTimeoutProtocol",
                 timeout_graceful_shutdown=math.ceil(settings.shutdown_grace) + 2)
 
 

@@ -21,6 +21,9 @@ _TYPE_BY_STATUS = {
     413: "invalid_request_error",
     422: "invalid_request_error",
     429: "rate_limit_error",
+    # An upstream that failed reads the same on every endpoint (chat, models, passthrough).
+    502: "api_error",
+    504: "timeout_error",
 }
 
 
@@ -70,7 +73,7 @@ class ApiError(Exception):
 def upstream_error_body(status: int, raw: bytes) -> dict[str, Any]:
     """Re-shape an upstream error body into the OpenAI envelope.
 
-    Backends disagree (backends.md): Ollama native `{"error": "msg"}`, Ollama /v1
+    Backends disagree (docs/backends.md): Ollama native `{"error": "msg"}`, Ollama /v1
     and vLLM nested (vLLM's `code` is an int), pre-0.10 vLLM flat, llama.cpp with
     an int code and no param. Clients only understand the OpenAI shape.
     """

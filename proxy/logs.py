@@ -9,6 +9,7 @@ keys, upstream keys) is masked in the finished line, whatever logged it.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -53,16 +54,33 @@ class JsonFormatter(_Masking):
         return self.mask(orjson.dumps(line, default=str).decode())
 
 
+# Line breaks and other controls: a model name with "\n" must not start a forged line.
+_CONTROL = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def escape_controls(text: str) -> str:
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)
+
+
 class TextFormatter(_Masking):
+    """One line per record: message and fields with control characters escaped
+    (a traceback, when there is one, follows on its own lines as usual)."""
+
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s", secrets)
 
     def format(self, record: logging.LogRecord) -> str:
-        base = super().format(record)
+        saved = record.msg, record.args
+        record.msg, record.args = escape_controls(record.getMessage()), None
+        try:
+            base, sep, trace = super().format(record).partition("\n")
+        finally:
+            record.msg, record.args = saved
         extra = getattr(record, "record", None)
         if isinstance(extra, dict):
-            base += " " + " ".join(f"{k}={v}" for k, v in extra.items())
-        return self.mask(base)
+            base += " " + " ".join(f"{k}={escape_controls(str(v))}" for k, v in extra.items())
+        return self.mask(base + sep + trace)
 
 
 def setup_logging(level: str, fmt: str, secrets: Iterable[str] = ()) -> None:

@@ -94,13 +94,18 @@ class ApiKeyMiddleware:
                 request_id, endpoint, status=401, error="invalid or missing API key"))
 
     def _allowed(self, header: str) -> bool:
-        scheme, _, token = header.partition(" ")
-        given = token.strip().encode()
-        # Compare against every key, without stopping early: constant time per key.
-        ok = False
-        for key in self.keys:
-            ok |= hmac.compare_digest(given, key)
-        return ok and scheme.lower() == "bearer"
+        return bearer_allowed(header, self.keys)
+
+
+def bearer_allowed(header: str, keys: Sequence[bytes]) -> bool:
+    """`Authorization: Bearer <one of keys>`, compared in constant time per key."""
+    scheme, _, token = header.partition(" ")
+    given = token.strip().encode()
+    # Compare against every key, without stopping early: constant time per key.
+    ok = False
+    for key in keys:
+        ok |= hmac.compare_digest(given, key)
+    return ok and scheme.lower() == "bearer"
 
 
 class Drain:

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
+import httpx
 import orjson
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from proxy.api.failures import CLIENT_CLOSED, answer_or_error, error_reply
+from proxy.api.paths import passthrough_path
 from proxy.chat_request import read_body
 from proxy.errors import ApiError
 from proxy.exchange import Exchange
@@ -25,7 +30,7 @@ from proxy.upstream import (
     fetch_listing,
     forward_headers,
     iter_bytes,
-    response_headers,
+    passthrough_response_headers,
     send,
 )
 
@@ -65,43 +70,91 @@ def _annotate(svc: Services, entry: dict[str, Any], root: str) -> dict[str, Any]
 
 
 async def forward(request: Request) -> Response:
-    """Any other /v1/* path: same method, query, body, status; streamed back."""
+    """Any other /v1/* path: same method, query, body, status; streamed back.
+
+    Routed, limited, accounted and failed exactly like chat: the same upstream
+    choice (an unlisted model's embeddings go where its chat goes), a limiter
+    slot held until the body has streamed (or the client left), the request
+    line logged once the body is done, and the shared error tail.
+    """
     svc: Services = request.app.state.services
     ex = Exchange(svc, request, RequestRecord(request.state.request_id,
                                               request.url.path.removeprefix("/v1/")))
-    try:
-        body = await read_body(request, svc.settings.max_body_bytes)
-        upstream = svc.pick_upstream(_model_of(body) or "")
-        ex.record.upstream = upstream.root
-        path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        headers = forward_headers(request.headers, upstream,
-                                  keep_client_auth=not svc.settings.api_keys)
-        t0 = time.perf_counter()
-        try:
-            response = await send(upstream, request.method, path, content=body or None,
-                                  headers=headers)
-        finally:
-            ex.upstream_s += time.perf_counter() - t0
-    except ApiError as exc:
-        ex.finish(exc.status, exc.message)
-        error = exc.response()
-        error.headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
-        return error
-    out_headers = response_headers(response.headers)
-    out_headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
-    ex.finish(response.status_code)
-    return StreamingResponse(_relay_bytes(response, upstream), status_code=response.status_code,
-                             headers=out_headers, background=BackgroundTask(response.aclose))
+    path = passthrough_path(request.scope.get("raw_path") or request.url.path.encode())
+    if path is None:
+        return error_reply(ex, ApiError(404, "no route for this path: only /v1/ paths "
+                                        "are passed through", code="not_found"))
+    return await answer_or_error(ex, _open(ex, path), "passthrough request")
 
 
-async def _relay_bytes(response: Any, upstream: Upstream) -> Any:
+async def _open(ex: Exchange, path: str) -> Response:
+    svc, request = ex.svc, ex.request
+    body = await read_body(request, svc.settings.max_body_bytes)
+    upstream = await svc.route(_model_of(body) or "")
+    ex.record.upstream = upstream.root
+    if request.url.query:
+        path += "?" + request.url.query
+    headers = forward_headers(request.headers, upstream,
+                              keep_client_auth=not svc.settings.api_keys)
+    # Without this the transport would ask for gzip the client never asked for.
+    headers.setdefault("accept-encoding", request.headers.get("accept-encoding", "identity"))
+    await svc.limiter.acquire(upstream.root)
+    call = _Call(ex, upstream)
+    t0 = time.perf_counter()
     try:
-        async for piece in iter_bytes(response, upstream.root):
-            yield piece
-    except ApiError:
-        return  # the status line is gone already; ending the body is all that's left
+        call.response = await send(upstream, request.method, path, content=body or None,
+                                   headers=headers)
+    except BaseException:
+        await call.close()
+        raise
     finally:
-        await response.aclose()
+        ex.upstream_s += time.perf_counter() - t0
+    response = call.response
+    out_headers = passthrough_response_headers(response.headers)
+    out_headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
+    call.status = response.status_code
+    return StreamingResponse(call.relay(), status_code=response.status_code,
+                             headers=out_headers, background=BackgroundTask(call.close))
+
+
+class _Call:
+    """One passed-through upstream call: its slot, its response, its accounting, once."""
+
+    def __init__(self, ex: Exchange, upstream: Upstream) -> None:
+        self.ex = ex
+        self.upstream = upstream
+        self.response: httpx.Response | None = None
+        self.status = 502
+        self.error: str | None = None
+        self.closed = False
+
+    async def relay(self) -> AsyncIterator[bytes]:
+        assert self.response is not None
+        try:
+            async for piece in iter_bytes(self.response, self.upstream.root):
+                yield piece
+        except ApiError as exc:
+            # The status line is gone already; ending the body is all that's left.
+            self.error = exc.message
+        except (GeneratorExit, anyio.get_cancelled_exc_class()):
+            self.status, self.error = CLIENT_CLOSED, "client closed the connection"
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.close()
+
+    async def close(self) -> None:
+        """Close upstream, free the slot, log the request: once, whoever calls first."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if self.response is not None:
+                await self.response.aclose()
+        finally:
+            await self.ex.svc.limiter.release(self.upstream.root)
+            if self.response is not None:
+                self.ex.finish(self.status, self.error)
 
 
 def _model_of(body: bytes) -> str | None:

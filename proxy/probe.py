@@ -17,6 +17,7 @@ import orjson
 
 from proxy.capabilities.store import CapabilityStore
 from proxy.learning import facts_from
+from proxy.probe_failures import EXIT_OK, diagnose, diagnose_listing
 from proxy.refusals import classify_refusal
 from proxy.types import JSON, Observation
 
@@ -99,28 +100,34 @@ async def list_models(client: httpx.AsyncClient, root_url: str, timeout: float =
 async def run_probe_cli(
     models: list[str], upstreams: list[str], capabilities_path: str, all_models: bool, out: TextIO
 ) -> int:
-    """Probe models, print one line each, record the answers; 0 if every probe answered."""
+    """Probe models, print one line each, record the answers.
+
+    0 if every probe answered; else the exit code of the first failure
+    (probe_failures: unreachable, model not found, an error status, a timeout).
+    """
     roots = [server_root(u) for u in upstreams]
     store = CapabilityStore(capabilities_path)
-    ok = True
+    failures: list[int] = []
     async with httpx.AsyncClient() as client:
         targets: list[tuple[str, list[str]]] = [(m, roots) for m in models]
         if all_models:
             for root in roots:
                 listed = await list_models(client, root)
                 if listed is None:
-                    print(f"{root}: cannot list models", file=out)
-                    ok = False
+                    failure = await diagnose_listing(client, root)
+                    print(f"{root}: cannot list models: {failure.text}", file=out)
+                    failures.append(failure.exit_code)
                 targets += [(m, [root]) for m in listed or []]
         for model, candidates in targets:
-            answered = await _probe_one(client, store, model, candidates, out)
-            ok = ok and answered
-    return 0 if ok else 1
+            code = await _probe_one(client, store, model, candidates, out)
+            if code != EXIT_OK:
+                failures.append(code)
+    return failures[0] if failures else EXIT_OK
 
 
 async def _probe_one(
     client: httpx.AsyncClient, store: CapabilityStore, model: str, roots: list[str], out: TextIO
-) -> bool:
+) -> int:
     for root in roots:
         found = await probe_model(client, root, model)
         if found is not None:
@@ -128,9 +135,10 @@ async def _probe_one(
             print(f"{model}: tools {mode} (probe: {found.detail['evidence']})", file=out)
             at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             await asyncio.to_thread(store.record, facts_from([found], at, root))
-            return True
-    print(f"{model}: unknown (no answer)", file=out)
-    return False
+            return EXIT_OK
+    failures = [await diagnose(client, root, model) for root in roots]
+    print(f"{model}: unknown: " + "; ".join(f.text for f in failures), file=out)
+    return failures[0].exit_code
 
 
 async def _post(

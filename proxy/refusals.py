@@ -1,6 +1,6 @@
 """Recognise a backend's "I can't do tools" answer, by each backend's own wording.
 
-Owns the one table of refusal signatures (backends.md §1a, §2, §3, §6, R1, R2, R8)
+Owns the one table of refusal signatures (docs/backends.md §1a, §2, §3, §6, R1, R2, R8)
 and the extraction of the error message from the envelopes those backends use.
 Pure: no I/O, no retry decisions (retry.py decides what to do with a Refusal).
 Any answer not matched here (context too long, model not found, other 4xx/5xx)

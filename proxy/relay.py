@@ -21,6 +21,7 @@ import orjson
 from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
+from proxy.api.hostile import depth_exceeds
 from proxy.errors import ApiError, error_body
 from proxy.exchange import Exchange, response_headers
 from proxy.sse import DONE_FRAME, SseDecoder, SseEvent, encode_data
@@ -65,7 +66,8 @@ def _decode_completion(raw: bytes) -> Chunk:
         completion = orjson.loads(raw)
     except orjson.JSONDecodeError:
         completion = None
-    if not isinstance(completion, dict) or not isinstance(completion.get("choices"), list):
+    if not isinstance(completion, dict) or not isinstance(completion.get("choices"), list) \
+            or depth_exceeds(completion, 200):  # orjson.dumps stops at 254 levels
         raise ApiError(502, "upstream sent an answer that is not a chat completion",
                        code="upstream_invalid")
     return completion
@@ -128,7 +130,8 @@ class _Relay:
             raise
         except Exception:
             # A bug of ours mid-stream: log it once, end the stream cleanly.
-            self.ex.svc.telemetry.log.exception("stream failed inside toolshim")
+            self.ex.svc.telemetry.log.exception("stream failed inside toolshim", extra={
+                "record": {"request_id": self.ex.record.request_id}})
             self.status, self.error = 500, "internal error in toolshim"
             yield _error_frame(self.error, 500, "internal_error") + DONE_FRAME
         finally:

@@ -54,6 +54,8 @@ class Settings(BaseModel):
     log_format: Literal["json", "text"] = "json"
     log_prompts: bool = False
     workers: int = Field(1, ge=1, le=64)
+    client_timeout: float = Field(60.0, gt=0)
+    """seconds a client has to send a request's headers, and again its whole body."""
 
     @field_validator("upstreams")
     @classmethod
@@ -110,6 +112,7 @@ ENV_NAMES: Mapping[str, str] = {
     "log_format": "TOOLSHIM_LOG_FORMAT",
     "log_prompts": "TOOLSHIM_LOG_PROMPTS",
     "workers": "TOOLSHIM_WORKERS",
+    "client_timeout": "TOOLSHIM_CLIENT_TIMEOUT",
 }
 _LISTS = {"upstreams", "api_keys"}
 _PAIRS = {"routes", "upstream_key_envs"}
@@ -157,6 +160,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--workers", type=int,
         help="worker processes; they share what they learn through the capabilities file "
              "(TOOLSHIM_WORKERS, default 1)")
+    add("--client-timeout", type=float,
+        help="seconds a client has to send its request headers, and again its body, before "
+             "a 408 (TOOLSHIM_CLIENT_TIMEOUT, default 60)")
 
 
 def _from_env(name: str, raw: str) -> object:

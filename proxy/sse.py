@@ -51,7 +51,7 @@ class SseDecoder:
         return events
 
     def _feed_lf(self, buf: bytes) -> list[SseEvent]:
-        """Fast path for LF-only framing (every backend in backends.md): whole
+        """Fast path for LF-only framing (every backend in docs/backends.md): whole
         events at once, and a lone `data: ` line needs no line-by-line parse."""
         parts = buf.split(b"\n\n")
         self._tail = parts.pop()

@@ -99,7 +99,9 @@ class Telemetry:
         if self._watch is not None:
             self._watch.poll()
         self._count(record, observations)
-        self.log.info("request", extra={"record": record.as_log()})
+        # An upstream that is unreachable, timed out or answered garbage is worth a look.
+        level = logging.WARNING if record.status in (502, 503, 504) else logging.INFO
+        self.log.log(level, "request", extra={"record": record.as_log()})
 
     def stream_opened(self) -> None:
         """A stream started (gauge of open streams)."""

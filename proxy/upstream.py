@@ -86,6 +86,14 @@ def response_headers(headers: httpx.Headers) -> dict[str, str]:
     return {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
 
 
+def passthrough_response_headers(headers: httpx.Headers) -> dict[str, str]:
+    """An upstream's headers fit to relay: no hop-by-hop ones (those its Connection
+    header names too) and no `date` (the server adds its own: one date header)."""
+    named = {h.strip().lower() for v in headers.get_list("connection") for h in v.split(",")}
+    return {k: v for k, v in headers.items()
+            if k.lower() not in HOP_BY_HOP and k.lower() not in named and k.lower() != "date"}
+
+
 async def send(upstream: Upstream, method: str, path: str, *, content: bytes | None,
                headers: Mapping[str, str]) -> httpx.Response:
     """Open a request and return the response with its body not yet read.
@@ -115,20 +123,23 @@ async def iter_bytes(response: httpx.Response, root: str) -> AsyncIterator[bytes
 
 def transport_error(exc: httpx.TransportError, root: str) -> ApiError:
     """Map a transport failure to 502/504 with a message that names no secrets."""
-    cause = exc.__cause__
-    # httpx-aiohttp maps aiohttp's "connection refused" to ConnectTimeout;
-    # look at the aiohttp cause to tell a refusal from a real timeout.
-    timed_out = isinstance(exc, httpx.TimeoutException)
-    if isinstance(cause, aiohttp.ClientConnectorError) and not isinstance(
-            cause, aiohttp.ServerTimeoutError) or isinstance(cause, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError)):
-        timed_out = False
-    elif isinstance(cause, (aiohttp.ServerTimeoutError, TimeoutError)):
-        timed_out = True
+    timed_out = _timed_out(exc)
     if timed_out:
         return ApiError(504, f"upstream {redact_url(root)} timed out", type_="timeout_error",
                         code="upstream_timeout")
     return ApiError(502, f"upstream {redact_url(root)} is unreachable or closed the connection",
                     type_="api_error", code="upstream_unavailable")
+
+
+def _timed_out(exc: httpx.TransportError) -> bool:
+    """Only a real timeout is one: httpx-aiohttp reports a reset or a refusal as
+    ConnectTimeout, so the aiohttp cause decides when there is one."""
+    cause = exc.__cause__
+    if isinstance(cause, (aiohttp.ServerTimeoutError, TimeoutError)):
+        return True
+    if isinstance(cause, (aiohttp.ClientError, OSError)):
+        return False  # reset, refused, closed mid-body, DNS: the upstream is unavailable
+    return isinstance(exc, httpx.TimeoutException)
 
 
 _LISTING_TIMEOUT = 5.0

@@ -186,3 +186,39 @@ def test_refused_requests_get_a_log_line_without_the_key(
     assert wrong not in caplog.text and all(wrong not in str(line) for line in lines)
     assert any('status="401"' in line and 'endpoint="chat.completions"' in line
                for line in metrics.splitlines() if line.startswith("toolshim_requests"))
+
+
+async def test_text_logs_escape_control_characters_so_no_line_can_be_forged(
+        restore_logging: None, make_settings: Callable[..., Settings]) -> None:
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(TextFormatter())
+    logger = logging.getLogger("toolshim.test.inject")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    forged = "x\n2026-01-01 00:00:00,000 INFO toolshim request status=200\r\u2028"
+    app = create_app(make_settings(probe=False), Telemetry(logger))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            await http.post("/v1/chat/completions", json={
+                "model": forged, "messages": [{"role": "user", "content": "hi"}]})
+    logger.info("message with\na newline")
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2, lines
+    assert "model=x\\x0a2026-01-01" in lines[0] and "\\x0d\\u2028" in lines[0]
+    assert lines[1].endswith("message with\\x0aa newline")
+
+
+def test_text_logs_keep_a_traceback_on_its_own_lines() -> None:
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        import sys
+        rec = logging.LogRecord("toolshim", logging.ERROR, __file__, 1, "failed\nhere", None,
+                                sys.exc_info())
+    line = TextFormatter().format(rec)
+    first, _, trace = line.partition("\n")
+    assert first.endswith("failed\\x0ahere")
+    assert trace.startswith("Traceback") and "ValueError: boom" in trace

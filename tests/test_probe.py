@@ -1,4 +1,4 @@
-"""Probing models against a fake Ollama / vLLM that answers as backends.md says."""
+"""Probing models against a fake Ollama / vLLM that answers as docs/backends.md says."""
 
 from __future__ import annotations
 
@@ -215,16 +215,44 @@ async def test_cli_all_models_prints_and_records(tmp_path: Path) -> None:
 
 
 @respx.mock
-async def test_cli_unanswered_model_exits_1_and_records_nothing(tmp_path: Path) -> None:
+async def test_cli_model_not_found_exits_4_and_records_nothing(tmp_path: Path) -> None:
     respx.post(f"{ROOT}/api/show").mock(return_value=not_found("nosuch:latest"))
     respx.post(f"{ROOT}/v1/chat/completions").mock(return_value=httpx.Response(
         404, json={"error": {"message": "model 'nosuch' not found", "type": "not_found_error",
                              "param": None, "code": None}}))
     path = tmp_path / "capabilities.yaml"
     out = io.StringIO()
-    assert await run_probe_cli(["nosuch"], [ROOT], str(path), False, out) == 1
-    assert out.getvalue() == "nosuch: unknown (no answer)\n"
+    assert await run_probe_cli(["nosuch"], [ROOT], str(path), False, out) == 4
+    assert out.getvalue() == f"nosuch: unknown: model not found on the upstream ({ROOT})\n"
     assert not path.exists()
+
+
+@respx.mock
+@pytest.mark.parametrize(("failure", "code", "text"), [
+    (httpx.ConnectError("refused"), 3, f"upstream unreachable ({ROOT})"),
+    (httpx.ReadTimeout("slow"), 6, f"upstream {ROOT} timed out after 5 s"),
+    (httpx.Response(500, json={"error": {"message": "boom", "type": "api_error"}}), 5,
+     f"upstream {ROOT} answered 500"),
+    (httpx.Response(401, json={"error": {"message": "bad key", "type": "auth"}}), 5,
+     f"upstream {ROOT} answered 401"),
+])
+async def test_cli_says_what_happened_with_its_own_exit_code(
+        tmp_path: Path, failure: httpx.Response | Exception, code: int, text: str) -> None:
+    respx.post(f"{ROOT}/api/show").mock(side_effect=[failure])
+    respx.post(f"{ROOT}/v1/chat/completions").mock(side_effect=[failure, failure])
+    out = io.StringIO()
+    assert await run_probe_cli(["m"], [ROOT], str(tmp_path / "c.yaml"), False, out) == code
+    assert out.getvalue() == f"m: unknown: {text}\n"
+
+
+async def test_cli_unreachable_for_real_exits_3(tmp_path: Path) -> None:
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    out = io.StringIO()
+    assert await run_probe_cli(["m"], [dead], str(tmp_path / "c.yaml"), False, out) == 3
+    assert f"upstream unreachable ({dead})" in out.getvalue()
 
 
 @respx.mock
@@ -243,8 +271,8 @@ async def test_cli_tries_next_upstream(tmp_path: Path) -> None:
 
 
 @respx.mock
-async def test_cli_unlistable_upstream_exits_1(tmp_path: Path) -> None:
+async def test_cli_unlistable_upstream_says_why(tmp_path: Path) -> None:
     respx.get(f"{ROOT}/v1/models").mock(side_effect=httpx.ConnectError("refused"))
     out = io.StringIO()
-    assert await run_probe_cli([], [ROOT], str(tmp_path / "c.yaml"), True, out) == 1
-    assert "cannot list models" in out.getvalue()
+    assert await run_probe_cli([], [ROOT], str(tmp_path / "c.yaml"), True, out) == 3
+    assert out.getvalue() == f"{ROOT}: cannot list models: upstream unreachable ({ROOT})\n"

@@ -1,4 +1,4 @@
-"""Refusal signatures, fed the exact bodies backends.md quotes."""
+"""Refusal signatures, fed the exact bodies docs/backends.md quotes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ollama v0.5.12-v0.32.5 wire shapes (backends.md R1/R3 legacy) work the same."""
+"""Ollama v0.5.12-v0.32.5 wire shapes (docs/backends.md R1/R3 legacy) work the same."""
 
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from proxy.formats.base import ParsedCall, ParseResult, TextFormat
 
-# Copies of ../shared/textcalls-sample.jsonl and tools.json: CI clones the repo anywhere.
+# A sample of the text-call corpus the formats were written against, and its tools,
+# kept in the repository so the tests run from any clone.
 SHARED = Path(__file__).parent / "data"
 TOOL_DEFS: list[dict[str, Any]] = json.loads((SHARED / "tools.json").read_text())
 SCHEMAS: dict[str, dict[str, Any]] = {

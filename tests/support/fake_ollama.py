@@ -1,4 +1,4 @@
-"""A fake Ollama, faithful to ../shared/backends.md, driven over real HTTP.
+"""A fake Ollama, faithful to docs/backends.md, driven over real HTTP.
 
 Statuses, error bodies, content types and stream framing are Ollama's
 (>= v0.32.6 by default; `legacy=True` gives the v0.5.12-v0.32.5 shape). Tests

@@ -19,12 +19,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(app: Any, *, lifespan: str = "on", graceful: float | None = None) -> Iterator[str]:
+def serve(app: Any, *, lifespan: str = "on", graceful: float | None = None,
+          http: Any = "auto") -> Iterator[str]:
     """Yield the base URL (http://127.0.0.1:PORT) while uvicorn serves `app`."""
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan=lifespan,
                             log_config=None, access_log=False, ws="none",
-                            timeout_graceful_shutdown=graceful, loop="asyncio")
+                            timeout_graceful_shutdown=graceful, loop="asyncio", http=http)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -130,7 +130,7 @@ def _schema_error(cache: SchemaCache, schema: Any, instance: dict[str, Any]) -> 
         return None
     try:
         error = schema_errors.best_match(validator.iter_errors(instance))
-    except (schema_errors.UnknownType, schema_errors.FormatError, LookupError):
+    except (schema_errors.UnknownType, schema_errors.FormatError, LookupError, RecursionError):
         # An unresolvable $ref or custom type is the client's schema problem.
         return None
     except Exception as exc:

@@ -1,0 +1,122 @@
+"""Clients that never finish sending are cut off: header and body read deadlines.
+
+uvicorn times out idle keep-alive connections only; a client that sends half
+a request line, or headers and then a trickle of body, holds its connection
+(and, for a body, a request) for as long as it likes. Two deadlines fix that:
+
+- `HeaderTimeoutProtocol`: the HTTP protocol uvicorn would pick (httptools,
+  else h11) plus a timer from the first byte of a request (or the connection's
+  start) to its complete headers; past it, a 408 and the connection closes.
+- `BodyTimeoutMiddleware`: the whole body must arrive within the deadline;
+  past it the app's `receive()` reports a disconnect and marks the request, and
+  `read_body` answers 408 (see chat_request.read_body).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+
+import anyio
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+from proxy.errors import error_body
+
+TIMED_OUT = "client_timed_out"
+"""scope["state"] key set when the body deadline passed."""
+
+_TIMEOUT_BODY = orjson.dumps(error_body("request headers not received in time", 408,
+                                         code="client_timeout"))
+_TIMEOUT_ANSWER = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+                   b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+                   % (len(_TIMEOUT_BODY), _TIMEOUT_BODY))
+
+
+class BodyTimeoutMiddleware:
+    def __init__(self, app: ASGIApp, timeout: float) -> None:
+        self.app = app
+        self.timeout = timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        deadline = time.monotonic() + self.timeout
+        body_done = False
+
+        async def timed_receive() -> Message:
+            nonlocal body_done
+            if body_done:
+                return await receive()
+            with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+                message = await receive()
+                if message["type"] != "http.request" or not message.get("more_body"):
+                    body_done = True
+                return message
+            scope.setdefault("state", {})[TIMED_OUT] = True
+            body_done = True
+            return {"type": "http.disconnect"}
+
+        await self.app(scope, timed_receive, send)
+
+
+def _header_timeout() -> float:
+    """For worker processes, which get the protocol class by name: the resolved settings."""
+    raw = os.environ.get("TOOLSHIM_SETTINGS_JSON")
+    if raw:
+        from proxy.settings import Settings
+
+        return Settings.model_validate_json(raw).client_timeout
+    return 60.0
+
+
+class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
+    """uvicorn's HTTP protocol with a deadline for each request's headers."""
+
+    header_timeout: float | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if type(self).header_timeout is None:
+            type(self).header_timeout = _header_timeout()
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._armed_for: Any = None
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        if self._header_timer is None and (self.cycle is None or self.cycle.response_complete):
+            self._arm()
+        super().data_received(data)
+        if self._header_timer is not None and self.cycle is not self._armed_for:
+            self._disarm()  # a new request's headers are complete
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._armed_for = self.cycle
+        self._header_timer = self.loop.call_later(self.header_timeout or 60.0, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _too_slow(self) -> None:
+        self._header_timer = None
+        if self.cycle is self._armed_for and not self.transport.is_closing():
+            self.transport.write(_TIMEOUT_ANSWER)
+            self.transport.close()
+
+
+def header_timeout_protocol(timeout: float) -> type[asyncio.Protocol]:
+    """The protocol class for one server with this header deadline."""
+    return type("HeaderTimeoutProtocol", (HeaderTimeoutProtocol,), {"header_timeout": timeout})

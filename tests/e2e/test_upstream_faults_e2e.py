@@ -1,0 +1,76 @@
+"""Upstream faults map to the right status: a reset is a 502, only a timeout is a 504."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+import openai
+import pytest
+from support.fake_ollama import FakeOllama, Reply
+from support.resetting import resetting_upstream
+from support.servers import serve
+
+from proxy.app import create_app
+from proxy.settings import Settings
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_a_reset_during_a_non_streamed_answer_is_a_502(
+        when: Literal["before", "during"], caps_path: Path,
+        new_sdk: Callable[..., openai.OpenAI]) -> None:
+    with resetting_upstream(when) as upstream:
+        settings = Settings(upstreams=(upstream,), capabilities=str(caps_path), probe=False,
+                            reload_interval=0.0)
+        with serve(create_app(settings)) as proxy:
+            client = new_sdk(proxy)
+            with pytest.raises(openai.APIStatusError) as failure:
+                client.chat.completions.create(
+                    model="qwen3:8b", messages=[{"role": "user", "content": "hi"}])
+    assert failure.value.status_code == 502
+    body = failure.value.body
+    assert isinstance(body, dict)
+    assert body["code"] == "upstream_unavailable" and body["type"] == "api_error"
+
+
+def test_an_upstream_answer_nested_too_deep_is_a_502_not_a_500(
+        fake: FakeOllama, client: openai.OpenAI) -> None:
+    deep = b"[" * 300 + b"1" + b"]" * 300
+    fake.reply("qwen3:8b", Reply(body=b'{"id":"x","object":"chat.completion","choices":[{"index":0,'
+                                      b'"message":{"role":"assistant","content":"hi","extra":'
+                                      + deep + b"},\"finish_reason\":\"stop\"}]}"))
+    with pytest.raises(openai.APIStatusError) as failure:
+        client.chat.completions.create(model="qwen3:8b",
+                                       messages=[{"role": "user", "content": "hi"}])
+    assert failure.value.status_code == 502
+    assert isinstance(failure.value.body, dict)
+    assert failure.value.body["code"] == "upstream_invalid"
+
+
+def test_an_unreachable_upstream_is_logged_as_a_warning(
+        caps_path: Path, new_sdk: Callable[..., openai.OpenAI],
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    with resetting_upstream("before") as upstream:
+        settings = Settings(upstreams=(upstream,), capabilities=str(caps_path), probe=False,
+                            reload_interval=0.0)
+        with serve(create_app(settings)) as proxy, pytest.raises(openai.APIStatusError):
+            new_sdk(proxy).chat.completions.create(
+                model="qwen3:8b", messages=[{"role": "user", "content": "hi"}])
+    (line,) = [r for r in caplog.records if r.getMessage() == "request"]
+    assert line.levelno == logging.WARNING
+    assert line.record["status"] == 502  # type: ignore[attr-defined]
+
+
+def test_the_retry_line_carries_the_request_id(
+        fake: FakeOllama, client: openai.OpenAI, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    fake.add_model("plain:1b", tools=False, show=False)  # refuses tools; no metadata
+    reply = client.chat.completions.with_raw_response.create(
+        model="plain:1b", messages=[{"role": "user", "content": "hi"}],
+        tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])
+    request_id = reply.headers["x-request-id"]
+    (retry,) = [r for r in caplog.records if "one rung down" in r.getMessage()]
+    assert retry.record["request_id"] == request_id  # type: ignore[attr-defined]
