@@ -28,6 +28,7 @@ from proxy.middleware import ApiKeyMiddleware, Drain, DrainMiddleware, RequestId
 from proxy.passthrough import forward, list_models
 from proxy.services import Services
 from proxy.settings import Settings
+from proxy.state import build_state
 from proxy.telemetry import Telemetry
 from proxy.upstream import Upstream, fetch_listing, make_client
 
@@ -44,12 +45,17 @@ def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Se
         client = make_client(root, settings.connect_timeout, settings.read_timeout,
                              settings.max_concurrency)
         upstreams[root] = Upstream(root, client, api_key=key)
+    store = CapabilityStore(settings.capabilities, check_interval=settings.reload_interval)
+    state, limiter = build_state(
+        settings, store,
+        Limiter(settings.max_concurrency, settings.max_queue, settings.queue_timeout), log)
     return Services(
         settings=settings,
         upstreams=upstreams,
-        store=CapabilityStore(settings.capabilities, check_interval=settings.reload_interval),
-        limiter=Limiter(settings.max_concurrency, settings.max_queue, settings.queue_timeout),
+        store=store,
+        limiter=limiter,
         telemetry=telemetry or Telemetry(log),
+        state=state,
     )
 
 
@@ -82,11 +88,14 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
         app.state.services = svc
         svc.store.reload_if_changed()
         svc.telemetry.bind(svc.store, svc.limiter)
+        await svc.state.start()  # loads what the fleet learned before the first request
+        svc.state.register_metrics(svc.telemetry.metrics.registry)
         try:
             yield
         finally:
             if svc.background:
                 await asyncio.wait(set(svc.background), timeout=5)
+            await svc.state.close()
             for upstream in svc.upstreams.values():
                 await upstream.client.aclose()
 
@@ -134,6 +143,8 @@ async def readyz(request: Request) -> Response:
         fresh = [root for root in answers if root]
     body: dict[str, Any] = {"capabilities": svc.store.last_error() or "ok",
                             "upstreams_answering": fresh}
+    if svc.state.status() != "off":  # degraded Redis is not a reason to stop traffic
+        body["redis"] = svc.state.status()
     status = 200 if fresh else 503
     body["status"] = "ready" if fresh else "no upstream answered"
     return Response(orjson.dumps(body), status_code=status, media_type="application/json")

@@ -13,7 +13,14 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 DEFAULT_UPSTREAM = "http://127.0.0.1:11434"
 
@@ -54,6 +61,23 @@ class Settings(BaseModel):
     log_format: Literal["json", "text"] = "json"
     log_prompts: bool = False
     workers: int = Field(1, ge=1, le=64)
+    redis_url: str | None = Field(None, repr=False)
+    """Share learned facts, probe turns (and with shared_limits the limits) through Redis."""
+    redis_prefix: str = Field("toolshim:", min_length=1)
+    shared_limits: bool = False
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return value or None
+
+    @model_validator(mode="after")
+    def _shared_limits_need_redis(self) -> Settings:
+        if self.shared_limits and not self.redis_url:
+            raise ValueError("TOOLSHIM_SHARED_LIMITS needs TOOLSHIM_REDIS_URL (--redis-url)")
+        return self
 
     @field_validator("upstreams")
     @classmethod
@@ -110,10 +134,13 @@ ENV_NAMES: Mapping[str, str] = {
     "log_format": "TOOLSHIM_LOG_FORMAT",
     "log_prompts": "TOOLSHIM_LOG_PROMPTS",
     "workers": "TOOLSHIM_WORKERS",
+    "redis_url": "TOOLSHIM_REDIS_URL",
+    "redis_prefix": "TOOLSHIM_REDIS_PREFIX",
+    "shared_limits": "TOOLSHIM_SHARED_LIMITS",
 }
 _LISTS = {"upstreams", "api_keys"}
 _PAIRS = {"routes", "upstream_key_envs"}
-_BOOLS = {"protect_metrics", "probe", "log_prompts"}
+_BOOLS = {"protect_metrics", "probe", "log_prompts", "shared_limits"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -157,6 +184,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--workers", type=int,
         help="worker processes; they share what they learn through the capabilities file "
              "(TOOLSHIM_WORKERS, default 1)")
+    add("--redis-url", metavar="URL",
+        help="share learned facts and probes across replicas through Redis; "
+             "redis://[user:password@]host:6379/0 or rediss:// for TLS (TOOLSHIM_REDIS_URL, off)")
+    add("--redis-prefix", metavar="PREFIX",
+        help="namespace for toolshim's Redis keys (TOOLSHIM_REDIS_PREFIX, default toolshim:)")
+    add("--shared-limits", action="store_true", default=None,
+        help="make --max-concurrency and the queue fleet-wide through Redis "
+             "(TOOLSHIM_SHARED_LIMITS)")
 
 
 def _from_env(name: str, raw: str) -> object:
