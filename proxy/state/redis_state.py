@@ -19,6 +19,7 @@ import asyncio
 import hashlib
 import logging
 import os
+import secrets
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -74,13 +75,15 @@ class RedisState:
                  probe_wait: float, log: logging.Logger | None = None) -> None:
         self.client = client
         self.prefix = prefix
-        self.replica = f"{socket.gethostname()}:{os.getpid()}"
+        # host:pid names the replica in provenance; the suffix tells apart two apps
+        # in one process (tests, embedding) so neither takes the other's facts for its own.
+        self.replica = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
         self._sink = sink
         self._probe_wait = probe_wait
         self._log = log or logging.getLogger("toolshim")
         self._status: StateStatus = "degraded"
-        self._known: dict[tuple[str, str], LearnedFact] = {}
-        self._unshared: list[LearnedFact] = []
+        self._known: dict[tuple[str, str], SharedFact] = {}
+        """Every fact this replica learned or received, as it would be stored."""
         self._synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._bad_seen: set[str] = set()
@@ -109,18 +112,12 @@ class RedisState:
         return self._status
 
     async def share(self, facts: Sequence[LearnedFact]) -> None:
-        news = [f for f in facts if self._is_news(f)]
-        for fact in news:
-            self._remember(fact)
-        if not news:
-            return
-        if self._status != "ok":
-            self._unshared.extend(news)
-            return
+        news = [self._remember(SharedFact(f, self.replica)) for f in facts if self._is_news(f)]
+        if not news or self._status != "ok":
+            return  # while degraded it is published at the resync
         try:
             await self._publish(news)
         except FAILURES as exc:
-            self._unshared.extend(news)
             self.degrade(exc)
 
     @asynccontextmanager
@@ -169,9 +166,10 @@ class RedisState:
             try:
                 async with self.client.pubsub() as pubsub:
                     await pubsub.subscribe(self._key("facts"))
-                    loaded = await self._load(await self._fact_keys())
-                    pushed = await self._push_unshared()
-                    self._back(loaded, pushed)
+                    stored = await self._load(await self._fact_keys())
+                    missing = [f for i, f in self._known.items() if i not in stored]
+                    await self._publish(missing)  # learned meanwhile, or lost by Redis
+                    self._back(len(stored), len(missing))
                     await self._listen(pubsub)
             except asyncio.CancelledError:
                 raise
@@ -182,8 +180,8 @@ class RedisState:
     def _back(self, loaded: int, pushed: int) -> None:
         if self._status != "ok":
             self.resyncs += 1
-            self._log.info("redis connected: %d shared facts loaded, %d learned meanwhile "
-                           "published", loaded, pushed)
+            self._log.info("redis connected: %d shared facts loaded, %d it lacked published",
+                           loaded, pushed)
         self._status = "ok"
         self._synced.set()
 
@@ -205,26 +203,27 @@ class RedisState:
             keys.append(key.decode() if isinstance(key, bytes) else key)
         return keys
 
-    async def _load(self, keys: Sequence[str]) -> int:
-        """Apply every fact stored under `keys`; the number of values read."""
+    async def _load(self, keys: Sequence[str]) -> set[tuple[str, str]]:
+        """Apply every fact stored under `keys`; which (model, fields) Redis holds."""
         values: list[Any] = []
         for key in keys:
             found = await self.client.hgetall(key)
             values.extend(found.values())
-        await self._apply_values(values, "a stored fact")
-        return len(values)
+        return await self._apply_values(values, "a stored fact")
 
-    async def _apply_values(self, values: Sequence[bytes | str], where: str) -> None:
-        facts = []
+    async def _apply_values(self, values: Sequence[bytes | str],
+                            where: str) -> set[tuple[str, str]]:
+        facts, seen = [], set()
         for raw in values:
             shared = self._decode(raw, where)
-            if shared is None or shared.replica == self.replica:
+            if shared is None:
                 continue
+            seen.add(_ident(shared.fact))
             if self._is_news(shared.fact):
-                self._remember(shared.fact)
-                facts.append(shared.fact)
+                facts.append(self._remember(shared).fact)
         if facts:
             await anyio.to_thread.run_sync(self._sink.record, facts)
+        return seen
 
     def _decode(self, raw: bytes | str, where: str) -> SharedFact | None:
         try:
@@ -237,41 +236,35 @@ class RedisState:
                 self._log.warning("ignoring a malformed value in redis (%s): %s", where, exc)
             return None
 
-    async def _push_unshared(self) -> int:
-        batch, self._unshared = self._unshared, []
-        if batch:
-            try:
-                await self._publish(batch)
-            except BaseException:
-                self._unshared = batch + self._unshared
-                raise
-        return len(batch)
-
-    async def _publish(self, facts: Sequence[LearnedFact]) -> None:
+    async def _publish(self, facts: Sequence[SharedFact]) -> None:
+        if not facts:
+            return
         async with self.client.pipeline(transaction=False) as pipe:
-            for fact in facts:
-                value = encode(self._known.get(_ident(fact), fact), self.replica)
-                pipe.hset(self._key("facts", normalise_model_name(fact.model)),
-                          field_key(fact), value)
+            for shared in facts:
+                value = encode(shared.fact, shared.replica)
+                pipe.hset(self._key("facts", normalise_model_name(shared.fact.model)),
+                          field_key(shared.fact), value)
                 pipe.publish(self._key("facts"), value)
-            await pipe.execute()
+            await asyncio.wait_for(pipe.execute(), OP_TIMEOUT)
 
     def _is_news(self, fact: LearnedFact) -> bool:
         known = self._known.get(_ident(fact))
-        return known is None or fact_is_news(dict(known.fields), fact)
+        return known is None or fact_is_news(dict(known.fact.fields), fact)
 
-    def _remember(self, fact: LearnedFact) -> None:
+    def _remember(self, shared: SharedFact) -> SharedFact:
         """Keep the union for list fields, so the value stored is never narrower."""
+        fact = shared.fact
         known = self._known.get(_ident(fact))
         if known is not None:
             fields = dict(fact.fields)
             for name, value in fields.items():
-                had = known.fields.get(name)
+                had = known.fact.fields.get(name)
                 if isinstance(value, list) and isinstance(had, list):
                     fields[name] = had + [v for v in value if v not in had]
-            fact = LearnedFact(fact.model, fields, fact.source, fact.at, fact.evidence,
-                               fact.upstream)
-        self._known[_ident(fact)] = fact
+            shared = SharedFact(LearnedFact(fact.model, fields, fact.source, fact.at,
+                                            fact.evidence, fact.upstream), shared.replica)
+        self._known[_ident(fact)] = shared
+        return shared
 
     def _key(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)
