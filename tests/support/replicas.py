@@ -21,6 +21,7 @@ class Replica:
     proc: subprocess.Popen[bytes]
     url: str
     caps: Path
+    args: list[str]
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -35,25 +36,34 @@ class Replica:
 def start_replicas(count: int, upstream: str, redis_url: str, workdir: Path,
                    extra: Sequence[str] = ()) -> list[Replica]:
     """`count` replicas, each with its own capabilities file, all started before waiting."""
-    started = []
-    for n in range(count):
-        caps = workdir / f"replica{n}" / "capabilities.yaml"
-        caps.parent.mkdir(parents=True, exist_ok=True)
-        caps.write_text("version: 1\n")
-        port = free_port()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "proxy", "--port", str(port), "--upstream", upstream,
-             "--capabilities", str(caps), "--redis-url", redis_url, "--reload-interval", "0.1",
-             "--shutdown-grace", "1", "--log-level", "warning", *extra],
-            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        started.append(Replica(proc, f"http://127.0.0.1:{port}", caps))
+    started: list[Replica] = []
     try:
-        for replica in started:
-            _wait_healthy(replica)
+        for n in range(count):
+            caps = workdir / f"replica{n}" / "capabilities.yaml"
+            caps.parent.mkdir(parents=True, exist_ok=True)
+            caps.write_text("version: 1\n")
+            args = ["--upstream", upstream, "--capabilities", str(caps), "--redis-url",
+                    redis_url, "--reload-interval", "0.1", "--shutdown-grace", "1",
+                    "--log-level", "warning", *extra]
+            started.append(_launch(args, caps))
+        for n, replica in enumerate(started):
+            for _ in range(3):  # a free port can be taken by someone else before we bind it
+                if _wait_healthy(replica):
+                    break
+                started[n] = replica = _launch(replica.args, replica.caps)
+            else:
+                raise AssertionError("replica did not start")
     except BaseException:
         stop_all(started)
         raise
     return started
+
+
+def _launch(args: list[str], caps: Path) -> Replica:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "proxy", "--port", str(port), *args],
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return Replica(proc, f"http://127.0.0.1:{port}", caps, args)
 
 
 def stop_all(replicas: Sequence[Replica]) -> None:
@@ -63,13 +73,15 @@ def stop_all(replicas: Sequence[Replica]) -> None:
         replica.stop()
 
 
-def _wait_healthy(replica: Replica) -> None:
+def _wait_healthy(replica: Replica) -> bool:
+    """True once it answers; False if it exited (e.g. its port was taken)."""
     deadline = time.monotonic() + 40
     while True:
-        assert replica.proc.poll() is None, "replica exited at start"
+        if replica.proc.poll() is not None:
+            return False
         try:
             if httpx.get(replica.url + "/healthz", timeout=1).status_code == 200:
-                return
+                return True
         except httpx.TransportError:
             pass
         assert time.monotonic() < deadline, "replica did not start"
