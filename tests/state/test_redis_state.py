@@ -206,6 +206,25 @@ async def test_redis_away_at_start_and_back_later(
         assert (await a.http.get("/readyz")).json()["redis"] == "ok"
 
 
+async def test_a_hung_redis_costs_a_request_at_most_a_short_timeout(
+        fleet_settings: Callable[..., Settings], fake: FakeOllama,
+        redis_server: RedisServer) -> None:
+    async with running(fleet_settings(shared_limits=True)) as a:
+        await a.ask("qwen3:8b")
+        redis_server.pause()
+        try:
+            started = time.monotonic()
+            answers = await asyncio.gather(*(a.ask("gemma3:4b") for _ in range(4)))
+            assert answers == ["Hello from gemma3:4b"] * 4
+            assert time.monotonic() - started < 5  # 0.5 s Redis timeouts, never the request's
+            assert a.svc.state.status() == "degraded"
+            assert (await a.http.get("/readyz")).json()["redis"] == "degraded"
+        finally:
+            redis_server.resume()
+        await _until(lambda: a.svc.state.status() == "ok", 5.0, "no resync after the pause")
+        assert await a.ask("gemma3:4b") == "Hello from gemma3:4b"
+
+
 async def test_permits_of_a_dead_replica_expire(
         fleet_settings: Callable[..., Settings], fake_url: str, rdb: redis.Redis) -> None:
     settings = fleet_settings(shared_limits=True, max_concurrency=1, queue_timeout=5)

@@ -8,6 +8,7 @@ connection drop mid-run, not a polite shutdown.
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -49,9 +50,18 @@ class RedisServer:
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
+            self.proc.kill()  # SIGKILL ends a stopped process too
             self.proc.wait(timeout=10)
         self.proc = None
+
+    def pause(self) -> None:
+        """SIGSTOP: connections stay open and nothing answers (a hung or swamped Redis)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
 
     def _answers(self) -> bool:
         try:
