@@ -164,6 +164,7 @@ async def test_garbage_in_redis_is_ignored_with_a_log_line(
         scrape = (await a.http.get("/metrics")).text
         assert "toolshim_redis_malformed_values_total 5.0" in scrape
         assert "toolshim_redis_degraded 0.0" in scrape
+        await _until(lambda: "phi3:mini" in _learned(settings.capabilities), 5.0, "file")
     assert set(_learned(settings.capabilities)) == {"phi3:mini"}
     lines = [r.getMessage() for r in caplog.records if "malformed value" in r.getMessage()]
     assert len(lines) == 5 and any("schema version 99" in line for line in lines)
