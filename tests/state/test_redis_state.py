@@ -230,9 +230,9 @@ async def test_permits_of_a_dead_replica_expire(
         fleet_settings: Callable[..., Settings], fake_url: str, rdb: redis.Redis) -> None:
     settings = fleet_settings(shared_limits=True, max_concurrency=1, queue_timeout=5)
     key = f"toolshim:permits:{fake_url}"
-    seconds, micros = rdb.time()
-    rdb.zadd(key, {"dead-replica": seconds * 1000 + micros // 1000 + 400})
     async with running(settings) as a:
+        seconds, micros = rdb.time()
+        rdb.zadd(key, {"dead-replica": seconds * 1000 + micros // 1000 + 400})
         started = time.monotonic()
         assert await a.ask("qwen3:8b", tools=False) == "Hello from qwen3:8b"
         assert time.monotonic() - started >= 0.2  # it waited for the dead permit to expire
