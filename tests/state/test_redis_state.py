@@ -249,3 +249,19 @@ async def test_a_full_fleet_queue_times_out_with_429(
             await a.ask("qwen3:8b", tools=False)
         assert caught.value.response.headers["retry-after"] == "1"
         assert caught.value.code == "upstream_busy"
+
+
+async def test_redis_auth_goes_through_the_url_and_stays_out_of_logs(
+        make_settings: Callable[..., Settings], tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    with running_redis(tmp_path, ("--requirepass", "s3cret-pw")) as server:
+        good = server.url.replace("redis://", "redis://:s3cret-pw@")
+        async with running(make_settings(redis_url=good)) as a:
+            assert a.svc.state.status() == "ok"
+        bad = server.url.replace("redis://", "redis://:wrong-pw@")
+        async with running(make_settings(redis_url=bad)) as b:
+            assert b.svc.state.status() == "degraded"
+            assert await b.ask("qwen3:8b") == "Hello from qwen3:8b"
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "redis unavailable" in logged
+    assert "s3cret-pw" not in logged and "wrong-pw" not in logged

@@ -26,8 +26,9 @@ def redis_server_path() -> str | None:
 
 
 class RedisServer:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, extra: tuple[str, ...] = ()) -> None:
         self.workdir = workdir
+        self.extra = extra
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -40,7 +41,7 @@ class RedisServer:
         assert binary is not None
         self.proc = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.workdir),
-             "--save", "", "--appendonly", "no", "--protected-mode", "no"],
+             "--save", "", "--appendonly", "no", "--protected-mode", "no", *self.extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while not self._answers():
@@ -67,17 +68,17 @@ class RedisServer:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
                 sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
+                return sock.recv(64).startswith((b"+PONG", b"-NOAUTH"))
         except OSError:
             return False
 
 
 @contextmanager
-def running_redis(workdir: Path) -> Iterator[RedisServer]:
+def running_redis(workdir: Path, extra: tuple[str, ...] = ()) -> Iterator[RedisServer]:
     """A started server, killed at exit; skips the test if redis-server is not installed."""
     if redis_server_path() is None:
         pytest.skip("redis-server is not installed (apt-get install redis-server; .ci/run does)")
-    server = RedisServer(workdir)
+    server = RedisServer(workdir, extra)
     server.start()
     try:
         yield server
