@@ -86,10 +86,10 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         svc = build_services(settings, telemetry)
         app.state.services = svc
-        svc.store.reload_if_changed()
-        svc.telemetry.bind(svc.store, svc.limiter)
         await svc.state.start()  # loads what the fleet learned before the first request
         svc.state.register_metrics(svc.telemetry.metrics.registry)
+        svc.store.reload_if_changed()
+        svc.telemetry.bind(svc.store, svc.limiter)
         try:
             yield
         finally:

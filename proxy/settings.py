@@ -57,14 +57,14 @@ class Settings(BaseModel):
     probe: bool = True
     probe_timeout: float = Field(2.0, gt=0)
     reload_interval: float = Field(1.0, ge=0)
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
-    log_format: Literal["json", "text"] = "json"
-    log_prompts: bool = False
-    workers: int = Field(1, ge=1, le=64)
     redis_url: str | None = Field(None, repr=False)
     """Share learned facts, probe turns (and with shared_limits the limits) through Redis."""
     redis_prefix: str = Field("toolshim:", min_length=1)
     shared_limits: bool = False
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["json", "text"] = "json"
+    log_prompts: bool = False
+    workers: int = Field(1, ge=1, le=64)
 
     @field_validator("redis_url")
     @classmethod
@@ -130,13 +130,13 @@ ENV_NAMES: Mapping[str, str] = {
     "probe": "TOOLSHIM_PROBE",
     "probe_timeout": "TOOLSHIM_PROBE_TIMEOUT",
     "reload_interval": "TOOLSHIM_RELOAD_INTERVAL",
+    "redis_url": "TOOLSHIM_REDIS_URL",
+    "redis_prefix": "TOOLSHIM_REDIS_PREFIX",
+    "shared_limits": "TOOLSHIM_SHARED_LIMITS",
     "log_level": "TOOLSHIM_LOG_LEVEL",
     "log_format": "TOOLSHIM_LOG_FORMAT",
     "log_prompts": "TOOLSHIM_LOG_PROMPTS",
     "workers": "TOOLSHIM_WORKERS",
-    "redis_url": "TOOLSHIM_REDIS_URL",
-    "redis_prefix": "TOOLSHIM_REDIS_PREFIX",
-    "shared_limits": "TOOLSHIM_SHARED_LIMITS",
 }
 _LISTS = {"upstreams", "api_keys"}
 _PAIRS = {"routes", "upstream_key_envs"}
@@ -177,13 +177,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--probe-timeout", type=float, help="seconds (TOOLSHIM_PROBE_TIMEOUT, default 2)")
     add("--reload-interval", type=float,
         help="seconds between capabilities.yaml change checks (TOOLSHIM_RELOAD_INTERVAL, 1)")
-    add("--log-level", choices=["debug", "info", "warning", "error"], help="TOOLSHIM_LOG_LEVEL")
-    add("--log-format", choices=["json", "text"], help="TOOLSHIM_LOG_FORMAT (default json)")
-    add("--log-prompts", action="store_true", default=None,
-        help="log whole prompts at debug level (TOOLSHIM_LOG_PROMPTS)")
-    add("--workers", type=int,
-        help="worker processes; they share what they learn through the capabilities file "
-             "(TOOLSHIM_WORKERS, default 1)")
     add("--redis-url", metavar="URL",
         help="share learned facts and probes across replicas through Redis; "
              "redis://[user:password@]host:6379/0 or rediss:// for TLS (TOOLSHIM_REDIS_URL, off)")
@@ -192,6 +185,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--shared-limits", action="store_true", default=None,
         help="make --max-concurrency and the queue fleet-wide through Redis "
              "(TOOLSHIM_SHARED_LIMITS)")
+    add("--log-level", choices=["debug", "info", "warning", "error"], help="TOOLSHIM_LOG_LEVEL")
+    add("--log-format", choices=["json", "text"], help="TOOLSHIM_LOG_FORMAT (default json)")
+    add("--log-prompts", action="store_true", default=None,
+        help="log whole prompts at debug level (TOOLSHIM_LOG_PROMPTS)")
+    add("--workers", type=int,
+        help="worker processes; they share what they learn through the capabilities file "
+             "(TOOLSHIM_WORKERS, default 1)")
 
 
 def _from_env(name: str, raw: str) -> object:
