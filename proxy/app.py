@@ -36,6 +36,7 @@ from proxy.observability.startup import log_upstream_kind, startup_line
 from proxy.passthrough import forward, list_models
 from proxy.services import Services
 from proxy.settings import Settings
+from proxy.state import build_state
 from proxy.telemetry import Telemetry
 from proxy.upstream import Upstream, fetch_listing, make_client
 
@@ -52,12 +53,17 @@ def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Se
         client = make_client(root, settings.connect_timeout, settings.read_timeout,
                              settings.max_concurrency)
         upstreams[root] = Upstream(root, client, api_key=key)
+    store = CapabilityStore(settings.capabilities, check_interval=settings.reload_interval)
+    state, limiter = build_state(
+        settings, store,
+        Limiter(settings.max_concurrency, settings.max_queue, settings.queue_timeout), log)
     return Services(
         settings=settings,
         upstreams=upstreams,
-        store=CapabilityStore(settings.capabilities, check_interval=settings.reload_interval),
-        limiter=Limiter(settings.max_concurrency, settings.max_queue, settings.queue_timeout),
+        store=store,
+        limiter=limiter,
         telemetry=telemetry or Telemetry(log),
+        state=state,
     )
 
 
@@ -88,6 +94,8 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         svc = build_services(settings, telemetry)
         app.state.services = svc
+        await svc.state.start()  # loads what the fleet learned before the first request
+        svc.state.register_metrics(svc.telemetry.metrics.registry)
         svc.store.reload_if_changed()
         svc.telemetry.bind(svc.store, svc.limiter)
         startup_line(settings, svc.store.capabilities(), log)
@@ -98,6 +106,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
         finally:
             if svc.background:
                 await asyncio.wait(set(svc.background), timeout=5)
+            await svc.state.close()
             for upstream in svc.upstreams.values():
                 await upstream.client.aclose()
 
@@ -146,6 +155,8 @@ async def readyz(request: Request) -> Response:
         fresh = [root for root in answers if root]
     body: dict[str, Any] = {"capabilities": svc.store.last_error() or "ok",
                             "upstreams_answering": fresh}
+    if svc.state.status() != "off":  # degraded Redis is not a reason to stop traffic
+        body["redis"] = svc.state.status()
     status = 200 if fresh else 503
     body["status"] = "ready" if fresh else "no upstream answered"
     keys = [k.encode() for k in svc.settings.api_keys]

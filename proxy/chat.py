@@ -130,11 +130,13 @@ async def resolve_profile(svc: Services, model: str, upstream: Upstream) -> Prof
         svc.probed[model] = True
         if store.has_entry(model):
             return store.profile(model)
-        found = await probe_metadata(upstream.client, upstream.root, model,
-                                     timeout=svc.settings.probe_timeout)
-        if found is not None:
-            facts = facts_from([found], at=now_iso(), upstream=upstream.root)
-            await anyio.to_thread.run_sync(store.record, facts)
+        async with svc.state.probe_turn(model) as ours:  # one prober per fleet
+            found = None if not ours else await probe_metadata(
+                upstream.client, upstream.root, model, timeout=svc.settings.probe_timeout)
+            if found is not None:
+                facts = facts_from([found], at=now_iso(), upstream=upstream.root)
+                await anyio.to_thread.run_sync(store.record, facts)
+                await svc.state.share(facts)
     return store.profile(model)
 
 

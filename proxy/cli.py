@@ -54,6 +54,10 @@ def _secrets(settings: Settings) -> list[str]:
     """Every key the process holds, so the log formatter can mask it wherever it shows up."""
     keys = list(settings.api_keys)
     keys.extend(os.environ.get(env, "") for _, env in settings.upstream_key_envs)
+    if settings.redis_url:
+        from urllib.parse import urlsplit
+
+        keys.append(urlsplit(settings.redis_url).password or "")
     return [k for k in keys if k]
 
 

@@ -20,6 +20,7 @@ from cachetools import TTLCache
 from proxy.capabilities.store import CapabilityStore
 from proxy.limits import Limiter
 from proxy.settings import Settings
+from proxy.state import MemoryState, SharedState
 from proxy.telemetry import Telemetry
 from proxy.transforms.response.checks import SchemaCache
 from proxy.upstream import Upstream, fetch_listing
@@ -48,6 +49,8 @@ class Services:
     background: set[asyncio.Task[Any]] = field(default_factory=set)
 
     listed_at: float = float("-inf")
+    state: SharedState = field(default_factory=MemoryState)
+    """What this replica shares with the others (proxy/state/; MemoryState alone)."""
 
     def pick_upstream(self, model: str) -> Upstream:
         """Explicit route first, then whoever lists the model, else the first upstream."""

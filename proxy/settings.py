@@ -13,7 +13,14 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 DEFAULT_UPSTREAM = "http://127.0.0.1:11434"
 
@@ -50,12 +57,29 @@ class Settings(BaseModel):
     probe: bool = True
     probe_timeout: float = Field(2.0, gt=0)
     reload_interval: float = Field(1.0, ge=0)
+    redis_url: str | None = Field(None, repr=False)
+    """Share learned facts, probe turns (and with shared_limits the limits) through Redis."""
+    redis_prefix: str = Field("toolshim:", min_length=1)
+    shared_limits: bool = False
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     log_prompts: bool = False
     workers: int = Field(1, ge=1, le=64)
     client_timeout: float = Field(60.0, gt=0)
     """seconds a client has to send a request's headers, and again its whole body."""
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return value or None
+
+    @model_validator(mode="after")
+    def _shared_limits_need_redis(self) -> Settings:
+        if self.shared_limits and not self.redis_url:
+            raise ValueError("TOOLSHIM_SHARED_LIMITS needs TOOLSHIM_REDIS_URL (--redis-url)")
+        return self
 
     @field_validator("upstreams")
     @classmethod
@@ -108,6 +132,9 @@ ENV_NAMES: Mapping[str, str] = {
     "probe": "TOOLSHIM_PROBE",
     "probe_timeout": "TOOLSHIM_PROBE_TIMEOUT",
     "reload_interval": "TOOLSHIM_RELOAD_INTERVAL",
+    "redis_url": "TOOLSHIM_REDIS_URL",
+    "redis_prefix": "TOOLSHIM_REDIS_PREFIX",
+    "shared_limits": "TOOLSHIM_SHARED_LIMITS",
     "log_level": "TOOLSHIM_LOG_LEVEL",
     "log_format": "TOOLSHIM_LOG_FORMAT",
     "log_prompts": "TOOLSHIM_LOG_PROMPTS",
@@ -116,7 +143,7 @@ ENV_NAMES: Mapping[str, str] = {
 }
 _LISTS = {"upstreams", "api_keys"}
 _PAIRS = {"routes", "upstream_key_envs"}
-_BOOLS = {"protect_metrics", "probe", "log_prompts"}
+_BOOLS = {"protect_metrics", "probe", "log_prompts", "shared_limits"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -153,6 +180,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--probe-timeout", type=float, help="seconds (TOOLSHIM_PROBE_TIMEOUT, default 2)")
     add("--reload-interval", type=float,
         help="seconds between capabilities.yaml change checks (TOOLSHIM_RELOAD_INTERVAL, 1)")
+    add("--redis-url", metavar="URL",
+        help="share learned facts and probes across replicas through Redis; "
+             "redis://[user:password@]host:6379/0 or rediss:// for TLS (TOOLSHIM_REDIS_URL, off)")
+    add("--redis-prefix", metavar="PREFIX",
+        help="namespace for toolshim's Redis keys (TOOLSHIM_REDIS_PREFIX, default toolshim:)")
+    add("--shared-limits", action="store_true", default=None,
+        help="make --max-concurrency and the queue fleet-wide through Redis "
+             "(TOOLSHIM_SHARED_LIMITS)")
     add("--log-level", choices=["debug", "info", "warning", "error"], help="TOOLSHIM_LOG_LEVEL")
     add("--log-format", choices=["json", "text"], help="TOOLSHIM_LOG_FORMAT (default json)")
     add("--log-prompts", action="store_true", default=None,

@@ -1,0 +1,95 @@
+"""Learned facts as Redis values: JSON with a schema version and the sender's name.
+
+Pure. A value that is not exactly what `encode` writes (bad JSON, another
+schema version, a field capabilities.yaml would reject) raises `Malformed`
+and is never applied: a stray or hostile key must not reach anyone's file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, get_args
+
+import orjson
+from pydantic import ValidationError
+
+from proxy.capabilities.schema import LearnedEntry
+from proxy.learning import FactSource, LearnedFact, merge_fact
+from proxy.settings import redact_url
+
+SCHEMA_VERSION = 1
+_SOURCES = get_args(FactSource)
+
+
+class Malformed(ValueError):
+    """A value in Redis that is not a fact this version understands."""
+
+
+@dataclass(frozen=True)
+class SharedFact:
+    fact: LearnedFact
+    replica: str
+    """Who learned it (host:pid), for provenance and to skip one's own echoes."""
+
+
+def encode(fact: LearnedFact, replica: str) -> bytes:
+    return orjson.dumps({
+        "v": SCHEMA_VERSION, "model": fact.model, "fields": dict(fact.fields),
+        "source": fact.source, "at": fact.at, "evidence": fact.evidence,
+        # Credentials in an upstream URL stay in this replica.
+        "upstream": redact_url(fact.upstream) if fact.upstream else None,
+        "replica": replica})
+
+
+def decode(raw: bytes | str) -> SharedFact:
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise Malformed(f"not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise Malformed("not a JSON object")
+    if data.get("v") != SCHEMA_VERSION:
+        raise Malformed(f"schema version {data.get('v')!r}, expected {SCHEMA_VERSION}")
+    fact = LearnedFact(
+        model=_text(data, "model"), fields=_fields(data), source=_source(data),
+        at=_text(data, "at"), evidence=_optional(data, "evidence"),
+        upstream=_optional(data, "upstream"))
+    try:
+        LearnedEntry.model_validate(merge_fact(None, fact))
+    except ValidationError as exc:
+        raise Malformed(f"not a valid learned entry: {exc.errors()[0]['msg']}") from None
+    return SharedFact(fact, _text(data, "replica"))
+
+
+def field_key(fact: LearnedFact) -> str:
+    """The hash field a fact lives under: one per set of behaviour fields."""
+    return ",".join(sorted(fact.fields))
+
+
+def _text(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value:
+        raise Malformed(f"{key!r} must be a non-empty string")
+    return value
+
+
+def _optional(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise Malformed(f"{key!r} must be a string or null")
+    return value
+
+
+def _fields(data: dict[str, Any]) -> dict[str, Any]:
+    value = data.get("fields")
+    if not isinstance(value, dict) or not value:
+        raise Malformed("'fields' must be a non-empty object")
+    return value
+
+
+def _source(data: dict[str, Any]) -> FactSource:
+    value = data.get("source")
+    for source in _SOURCES:
+        if value == source:
+            return source  # type: ignore[no-any-return]
+    raise Malformed(f"'source' must be one of {', '.join(_SOURCES)}")

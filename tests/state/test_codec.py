@@ -1,0 +1,67 @@
+"""Facts as Redis values: round trip, and anything else refused with a reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from proxy.learning import LearnedFact
+from proxy.state.codec import SCHEMA_VERSION, Malformed, decode, encode, field_key
+
+facts = st.builds(
+    LearnedFact,
+    model=st.from_regex(r"[a-z][a-z0-9.\-]{0,12}(:[a-z0-9]{1,6})?", fullmatch=True),
+    fields=st.one_of(
+        st.sampled_from(["native", "off", "emulate"]).map(lambda v: {"tools": v}),
+        st.lists(st.sampled_from(["none", "auto", "required", "function"]), min_size=1,
+                 unique=True).map(lambda v: {"drop_tool_choice": v}),
+        st.sampled_from(["hermes", "llama3_json"]).map(lambda v: {"tool_format": v})),
+    source=st.sampled_from(["runtime_error", "probe", "observed"]),
+    at=st.just("2026-11-24T10:00:00Z"),
+    evidence=st.none() | st.text(max_size=40),
+    upstream=st.none() | st.just("http://127.0.0.1:11434"))
+
+
+@given(facts)
+def test_round_trip(fact: LearnedFact) -> None:
+    shared = decode(encode(fact, "host:1:ab"))
+    assert shared.replica == "host:1:ab"
+    assert shared.fact == fact
+    assert field_key(shared.fact) == field_key(fact)
+
+
+def test_credentials_in_the_upstream_stay_home() -> None:
+    fact = LearnedFact("m", {"tools": "off"}, "runtime_error", "2026-11-24T10:00:00Z",
+                       upstream="http://user:s3cret@gpu:8000")
+    raw = encode(fact, "r")
+    assert b"s3cret" not in raw
+    assert decode(raw).fact.upstream == "http://gpu:8000"
+
+
+GOOD: dict[str, Any] = {"v": SCHEMA_VERSION, "model": "m", "fields": {"tools": "off"},
+                        "source": "runtime_error", "at": "2026-11-24T10:00:00Z",
+                        "evidence": None, "upstream": None, "replica": "r"}
+
+
+@pytest.mark.parametrize(("raw", "reason"), [
+    (b"not json", "not JSON"),
+    (b"[1, 2]", "not a JSON object"),
+    (orjson.dumps({**GOOD, "v": 2}), "schema version 2"),
+    (orjson.dumps({k: v for k, v in GOOD.items() if k != "v"}), "schema version None"),
+    (orjson.dumps({**GOOD, "model": ""}), "'model'"),
+    (orjson.dumps({**GOOD, "fields": {}}), "'fields'"),
+    (orjson.dumps({**GOOD, "fields": {"tools": "sideways"}}), "not a valid learned entry"),
+    (orjson.dumps({**GOOD, "fields": {"rm_rf": True}}), "not a valid learned entry"),
+    (orjson.dumps({**GOOD, "source": "rumour"}), "'source'"),
+    (orjson.dumps({**GOOD, "at": "yesterday"}), "not a valid learned entry"),
+    (orjson.dumps({**GOOD, "evidence": 7}), "'evidence'"),
+    (orjson.dumps({**GOOD, "replica": None}), "'replica'"),
+])
+def test_malformed_values_are_refused(raw: bytes, reason: str) -> None:
+    with pytest.raises(Malformed, match=reason):
+        decode(raw)
+    assert decode(orjson.dumps(GOOD)).fact.fields == {"tools": "off"}
