@@ -54,6 +54,10 @@ class Settings(BaseModel):
     log_format: Literal["json", "text"] = "json"
     log_prompts: bool = False
     workers: int = Field(1, ge=1, le=64)
+    recent_requests: int = Field(200, ge=0, le=100_000)
+    """how many finished requests the console keeps in memory."""
+    min_validation: float | None = Field(None, ge=0, le=1)
+    """send tools-off to models whose recorded validation passed/total is below this."""
 
     @field_validator("upstreams")
     @classmethod
@@ -110,6 +114,8 @@ ENV_NAMES: Mapping[str, str] = {
     "log_format": "TOOLSHIM_LOG_FORMAT",
     "log_prompts": "TOOLSHIM_LOG_PROMPTS",
     "workers": "TOOLSHIM_WORKERS",
+    "recent_requests": "TOOLSHIM_RECENT_REQUESTS",
+    "min_validation": "TOOLSHIM_MIN_VALIDATION",
 }
 _LISTS = {"upstreams", "api_keys"}
 _PAIRS = {"routes", "upstream_key_envs"}
@@ -157,6 +163,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--workers", type=int,
         help="worker processes; they share what they learn through the capabilities file "
              "(TOOLSHIM_WORKERS, default 1)")
+    add("--recent-requests", type=int,
+        help="finished requests the console keeps in memory (TOOLSHIM_RECENT_REQUESTS, 200)")
+    add("--min-validation", type=float, metavar="F",
+        help="models whose recorded validation passed/total is below F get requests with "
+             "tools off (TOOLSHIM_MIN_VALIDATION)")
 
 
 def _from_env(name: str, raw: str) -> object:

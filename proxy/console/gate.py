@@ -1,0 +1,30 @@
+"""--min-validation: models whose recorded validation is too weak get requests with tools off."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from proxy.capabilities.resolve import normalise_model_name
+from proxy.types import Plan, Profile
+
+if TYPE_CHECKING:
+    from proxy.services import Services
+
+
+def below_min_validation(svc: Services, profile: Profile, plan: Plan, *,
+                         has_tools: bool) -> Plan:
+    """`plan`, or tools off when --min-validation is set and the model scored below it.
+
+    Only requests that carry tools are affected; a model never validated is left alone.
+    """
+    minimum = svc.settings.min_validation
+    if minimum is None or not has_tools or plan.tools == "off":
+        return plan
+    entry = svc.store.capabilities().learned.get(normalise_model_name(profile.model))
+    result = entry.validation if entry is not None else None
+    if result is None or result.passed / result.total >= minimum:
+        return plan
+    svc.telemetry.log.info("tools off for %s: validation %d/%d is below --min-validation %s",
+                           profile.model, result.passed, result.total, minimum)
+    return Plan("off", below_min_validation=True)
+
