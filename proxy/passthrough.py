@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from proxy.chat_request import read_body
+from proxy.console.gate import validation_of
 from proxy.errors import ApiError
 from proxy.exchange import Exchange
 from proxy.services import Services
@@ -61,6 +62,7 @@ def _annotate(svc: Services, entry: dict[str, Any], root: str) -> dict[str, Any]
         "source": profile.sources.get("tools", "built-in default"),
         "tool_format": profile.tool_format,
         "upstream": root,
+        "validation": validation_of(svc.store, entry["id"]),
     }}
 
 

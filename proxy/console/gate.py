@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.types import Plan, Profile
 
 if TYPE_CHECKING:
+    from proxy.capabilities.store import CapabilityStore
     from proxy.services import Services
+
+
+def validation_of(store: CapabilityStore, model: str) -> dict[str, Any] | None:
+    """The model's recorded validation ({at, passed, total, failed, rung}), if any."""
+    entry = store.capabilities().learned.get(normalise_model_name(model))
+    if entry is None or entry.validation is None:
+        return None
+    return entry.validation.model_dump()
 
 
 def below_min_validation(svc: Services, profile: Profile, plan: Plan, *,

@@ -15,6 +15,7 @@ from proxy.settings import redact_url
 async def describe_models(svc: Services) -> dict[str, Any]:
     if time.monotonic() - svc.listed_at > LISTING_TTL:
         await svc.refresh_listing()
+    svc.store.reload_if_changed()  # a stat: show the file as it is now
     caps = svc.store.capabilities()
     known: dict[str, list[str]] = {}
     for name in caps.models:

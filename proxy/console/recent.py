@@ -96,7 +96,8 @@ class ConsoleState:
         if counters is None:
             counters = self.counters[record.model] = ModelCounters()
         refusals = sum(1 for o in observations if o.kind.endswith("_refused"))
-        counters.add(record, _passed_calls(observations, record), refusals)
+        passed = record.calls_kept - record.calls_repaired - record.calls_recovered
+        counters.add(record, max(0, passed), refusals)
 
     def find(self, request_id: str) -> dict[str, Any] | None:
         return next((e for e in reversed(self.recent) if e["request_id"] == request_id), None)
@@ -106,8 +107,3 @@ def _note(obs: Observation) -> dict[str, Any]:
     detail = {k: v for k, v in obs.detail.items() if isinstance(v, (str, int, float, bool, list))}
     return {"kind": obs.kind, "detail": detail}
 
-
-def _passed_calls(observations: Sequence[Observation], record: RequestRecord) -> int:
-    """Tool calls that reached the client untouched (emitted minus repaired/recovered)."""
-    emitted = sum(int(o.detail.get("count", 1)) for o in observations if o.kind == "calls_emitted")
-    return max(0, emitted - record.calls_repaired - record.calls_recovered)
