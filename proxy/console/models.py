@@ -52,6 +52,8 @@ def _model(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:
         "sources": {key: source_kind(sources.get(key)) for key in fields},
         "learned": None if learned is None else learned.model_dump(
             exclude_unset=True, by_alias=True, exclude={"validation"}),
+        "promotable": learned is not None and bool(learned.model_dump(
+            exclude_unset=True, exclude={"validation", "source", "at", "evidence", "upstream"})),
         "validation": None if learned is None or learned.validation is None
         else learned.validation.model_dump(),
         "counters": counters.as_json() if counters is not None else None,

@@ -122,8 +122,9 @@ async function loadModels() {
 }
 
 function sourceBadge(source) {
-  return badge(source.kind === "exact" || source.kind === "glob" ? source.label : source.kind,
-    "src-" + source.kind);
+  const el = badge(source.kind === "glob" ? source.label : source.kind, "src-" + source.kind);
+  el.title = source.kind === "exact" ? `models: "${source.label}"` : source.label;
+  return el;
 }
 
 function validationBadge(v, min) {
@@ -158,7 +159,7 @@ function modelRows(model) {
   const actions = h("td", { class: "actions" },
     h("button", { class: "small", onclick: (e) => { e.stopPropagation(); validate(model.name, e.target); } },
       "Validate"),
-    model.learned ? h("button", { class: "small", title: "move into models: (your section)",
+    model.promotable ? h("button", { class: "small", title: "move into models: (your section)",
       onclick: (e) => { e.stopPropagation(); editLearned(model.name, "promote"); } }, "Promote") : null,
     model.learned ? h("button", { class: "small danger", title: "remove from learned:",
       onclick: (e) => { e.stopPropagation(); editLearned(model.name, "forget"); } }, "Forget") : null);
@@ -176,11 +177,25 @@ function modelRows(model) {
   return [row, h("tr", { class: "fields-row" }, h("td", { colspan: 9 }, modelFields(model)))];
 }
 
+function human(key, value) {
+  if (value === null || value === undefined) return "none";
+  if (key === "rename" && Array.isArray(value)) {
+    return value.length ? value.map(([a, b]) => `${a} → ${b}`).join(", ") : "none";
+  }
+  if (Array.isArray(value)) return value.length ? value.join(", ") : "none";
+  if (typeof value === "object") {
+    const set = Object.entries(value).filter(([, v]) => v !== null && v !== false &&
+      !(Array.isArray(v) && !v.length));
+    return set.length ? set.map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(", ") : v}`)
+      .join("; ") : "none";
+  }
+  return String(value);
+}
+
 function modelFields(model) {
   const fields = Object.entries(model.profile).map(([key, value]) =>
-    h("div", { class: "field" }, h("span", { class: "k" }, key),
-      h("span", { class: "v" }, value === null ? "null" : typeof value === "object"
-        ? JSON.stringify(value) : String(value)),
+    h("div", { class: "field" + (model.sources[key].kind === "built-in" ? " default" : "") },
+      h("span", { class: "k" }, key), h("span", { class: "v" }, human(key, value)),
       sourceBadge(model.sources[key])));
   const parts = [h("div", { class: "fields" }, fields)];
   if (model.learned) {
@@ -242,7 +257,9 @@ function changeBadges(r) {
   if (r.calls_dropped) out.push(badge(`${r.calls_dropped} dropped`, "bad"));
   if (r.calls_repaired) out.push(badge(`${r.calls_repaired} repaired`, "warn"));
   if (r.calls_recovered) out.push(badge(`${r.calls_recovered} recovered`, "ok"));
-  if (!out.length && r.calls_kept) out.push(badge(`${r.calls_kept} calls`, ""));
+  if (!out.length && r.calls_kept) {
+    out.push(badge(`${r.calls_kept} call${r.calls_kept > 1 ? "s" : ""}`, ""));
+  }
   return out.length ? out : [h("span", { class: "muted" }, "–")];
 }
 
@@ -263,14 +280,18 @@ function showRequest(r) {
   const skip = new Set(["notes", "prompt", "changes"]);
   const pairs = Object.entries(r).filter(([k, v]) => !skip.has(k) && v !== null && v !== "");
   const box = $("request-detail");
-  box.replaceChildren(
-    h("h2", {}, "Request ", r.request_id),
-    h("dl", { class: "kv" }, pairs.flatMap(([k, v]) => [h("dt", {}, k),
-      h("dd", {}, k === "at" ? new Date(v * 1000).toISOString() : String(v))])),
+  const shown = (k, v) => k === "at" ? new Date(v * 1000).toISOString()
+    : k.endsWith("_ms") ? ms(v) : String(v);
+  box.replaceChildren(...[
+    h("h2", {}, "Request"), h("p", { class: "mono-id" }, r.request_id),
+    h("dl", { class: "kv" }, pairs.filter(([k]) => k !== "request_id").flatMap(([k, v]) =>
+      [h("dt", {}, k.replaceAll("_", " ")), h("dd", {}, shown(k, v))])),
     h("h2", {}, "Notes"),
-    r.notes.length ? r.notes.map((n) => h("div", { class: "note" }, badge(n.kind, ""),
-      JSON.stringify(n.detail))) : h("p", { class: "muted" }, "Nothing was changed."),
-    r.prompt ? [h("h2", {}, "Prompt"), h("pre", {}, pretty(r.prompt))] : null);
+    r.notes.length ? r.notes.map((n) => h("div", { class: "note" },
+      badge(n.kind.replaceAll("_", " "), "warn"), noteText(n.detail)))
+      : h("p", { class: "muted" }, "Nothing was changed."),
+    r.prompt ? [h("h2", {}, "Prompt"), h("pre", {}, pretty(r.prompt))] : null,
+  ].flat().filter(Boolean));
   box.hidden = false;
 }
 
@@ -318,6 +339,11 @@ async function runBench(event) {
   }
 }
 
+function noteText(detail) {
+  return Object.entries(detail).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(", ") : v}`)
+    .join(" · ");
+}
+
 function showBench(result) {
   const got = result.client_got;
   const upstream = result.upstream_sent;
@@ -325,9 +351,12 @@ function showBench(result) {
   const rewritten = last !== undefined &&
     JSON.stringify(last) !== JSON.stringify(result.client_sent);
   $("pane-client-sent").textContent = pretty(result.client_sent);
-  $("pane-upstream-sent").textContent = upstream.length
-    ? upstream.map((b, i) => (upstream.length > 1 ? `// attempt ${i + 1}\n` : "") + pretty(b)).join("\n\n")
-    : "(nothing was sent upstream)";
+  const clientLines = new Set(pretty(result.client_sent).split("\n"));
+  $("pane-upstream-sent").replaceChildren(...(upstream.length ? upstream.flatMap((b, i) => [
+    upstream.length > 1 ? h("span", { class: "attempt" }, `// attempt ${i + 1}\n`) : null,
+    ...pretty(b).split("\n").map((line) => h("span",
+      { class: clientLines.has(line) ? "line" : "line diff-add" }, line)),
+    h("span", { class: "line" }, "")]).filter(Boolean) : ["(nothing was sent upstream)"]));
   $("pane-rewritten").replaceChildren(upstream.length
     ? badge(rewritten ? "rewritten" : "unchanged", rewritten ? "warn" : "ok") : "");
   $("pane-upstream-raw").textContent = result.upstream_answers.length
@@ -335,13 +364,16 @@ function showBench(result) {
     : "(no answer)";
   $("pane-client-got").textContent = `// HTTP ${got.status}\n` + pretty(got.body);
   const headers = Object.entries(got.headers).filter(([k]) => k !== "x-toolshim-overhead-ms");
-  $("bench-notes").replaceChildren(
+  $("bench-notes").replaceChildren(...[
     h("strong", {}, "Notes"), statusBadge(got.status),
-    headers.map(([k, v]) => badge(`${k.replace("x-toolshim-", "")}: ${v}`, "")),
+    headers.map(([k, v]) => badge(`${k.replace("x-toolshim-", "")}: ${v}`, "info")),
     badge(`overhead ${got.headers["x-toolshim-overhead-ms"] || "?"} ms`, ""),
-    result.notes.length ? result.notes.map((n) => h("span", { class: "note-inline" },
-      badge(n.kind, "warn"), " ", JSON.stringify(n.detail)))
-      : h("span", { class: "muted" }, "no rewrites of the answer"));
+    rewritten ? badge("request rewritten for this model", "warn") : null,
+    result.notes.map((n) => h("span", { class: "note-inline" },
+      badge(n.kind.replaceAll("_", " "), "warn"), " ", noteText(n.detail))),
+    !rewritten && !result.notes.length
+      ? h("span", { class: "muted" }, "nothing was changed on the way") : null,
+  ].flat().filter(Boolean));
   $("bench-result").hidden = false;
 }
 
