@@ -6,8 +6,8 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.schema import is_glob
+from proxy.console.gate import find_learned
 from proxy.services import LISTING_TTL, Services
 from proxy.settings import redact_url
 
@@ -40,7 +40,7 @@ def _model(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:
     fields = asdict(profile)
     sources = dict(fields.pop("sources"))
     fields.pop("model")
-    learned = svc.store.capabilities().learned.get(normalise_model_name(name))
+    learned = find_learned(svc.store.capabilities(), name)
     counters = svc.console.counters.get(name)
     return {
         "name": name,

@@ -15,6 +15,7 @@ from typing import Any
 
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.resolve import normalise_model_name
+from proxy.console.gate import find_learned
 
 _PROVENANCE = ("source", "at", "evidence", "upstream", "validation")
 _SECTION = re.compile(r"""^(?P<q>["']?)(?P<name>[A-Za-z_]+)(?P=q)[ \t]*:(?P<rest>.*?)\r?\n?$""")
@@ -42,7 +43,7 @@ def promote_text(text: str, model: str, today: str) -> str:
     if caps is None:
         raise EditError(f"the file has errors; fix them first: {problems[0]}")
     name = normalise_model_name(model)
-    entry = caps.learned.get(name)
+    entry = find_learned(caps, name)
     if entry is None:
         raise EditError(f"no learned entry for {model!r}")
     if any(normalise_model_name(k) == name for k in caps.models):
