@@ -12,12 +12,12 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from cachetools import LRUCache
 from starlette.requests import Request
 
 from proxy.console.tap import Capture, Tap
+from proxy.settings import redact_url
 from proxy.telemetry import RequestRecord
 from proxy.types import Observation
 
@@ -26,7 +26,10 @@ _OVERHEAD_SAMPLES = 256
 _MAX_MODELS = 1000
 _NOTE_KINDS = ("tools_stripped", "call_dropped", "call_repaired", "text_calls_recovered",
                "tools_refused", "tool_choice_refused")
+_REFUSALS = frozenset({"tools_refused", "tool_choice_refused"})
 CAPTURE_HEADER = "x-toolshim-capture"
+_QUIET = Tap()
+"""the tap of every request while no bench run waits and prompts are not kept (stateless)."""
 
 
 @dataclass
@@ -64,14 +67,16 @@ class ConsoleState:
     """Recent requests, live counters and pending bench captures, for one process."""
 
     def __init__(self, recent: int = 200, *, keep_prompts: bool = False) -> None:
-        self.recent: deque[dict[str, Any]] = deque(maxlen=max(recent, 0))
-        self.counters: LRUCache[str, ModelCounters] = LRUCache(maxsize=_MAX_MODELS)
+        self._recent: deque[_Finished] = deque(maxlen=max(recent, 0))
+        self.counters: dict[str, ModelCounters] = {}
         self.captures: dict[str, Capture] = {}
         self.keep_prompts = keep_prompts
         self.started = time.time()
 
     def tap_for(self, request: Request) -> Tap:
         """The request's tap; a capture only for the token the bench registered itself."""
+        if not self.captures:
+            return Tap(True) if self.keep_prompts else _QUIET
         token = request.headers.get(CAPTURE_HEADER)
         capture = self.captures.pop(token, None) if token else None
         return Tap(self.keep_prompts, capture)
@@ -81,26 +86,59 @@ class ConsoleState:
         capture = self.captures[token] = Capture()
         return token, capture
 
+    @property
+    def capacity(self) -> int:
+        return self._recent.maxlen or 0
+
+    def recent(self) -> list[dict[str, Any]]:
+        """The kept requests as JSON-ready dicts, newest first (built only when read)."""
+        return [item.as_json() for item in reversed(self._recent)]
+
     def finished(self, record: RequestRecord, observations: Sequence[Observation],
                  tap: Tap) -> None:
-        notes = [_note(o) for o in observations if o.kind in _NOTE_KINDS]
-        if self.recent.maxlen:
-            entry = {**vars(record), "at": time.time(), "notes": notes}
-            entry["changes"] = list(record.changes)
-            if tap.prompt is not None:
-                entry["prompt"] = tap.prompt
-            self.recent.append(entry)
+        """Called once per request at its end: an append and a few additions."""
+        if self._recent.maxlen:
+            # The record is not touched after finish(): keep it, serialise on read.
+            self._recent.append(_Finished(record, time.time(), observations, tap.prompt))
         if record.model is None or record.endpoint != "chat.completions":
             return
         counters = self.counters.get(record.model)
         if counters is None:
+            if len(self.counters) >= _MAX_MODELS:  # made-up model names: forget the oldest
+                del self.counters[next(iter(self.counters))]
             counters = self.counters[record.model] = ModelCounters()
-        refusals = sum(1 for o in observations if o.kind.endswith("_refused"))
+        refusals = 0
+        for obs in observations:
+            refusals += obs.kind in _REFUSALS
         passed = record.calls_kept - record.calls_repaired - record.calls_recovered
         counters.add(record, max(0, passed), refusals)
 
     def find(self, request_id: str) -> dict[str, Any] | None:
-        return next((e for e in reversed(self.recent) if e["request_id"] == request_id), None)
+        found = next((e for e in reversed(self._recent) if e.record.request_id == request_id),
+                     None)
+        return found.as_json() if found is not None else None
+
+
+class _Finished(NamedTuple):
+    """One kept request; a tuple because it is made on every request."""
+
+    record: RequestRecord
+    at: float
+    observations: Sequence[Observation]
+    prompt: dict[str, Any] | None
+
+    def as_json(self) -> dict[str, Any]:
+        entry = {**vars(self.record), "at": self.at, "changes": list(self.record.changes),
+                 "notes": [_note(o) for o in self.observations if o.kind in _NOTE_KINDS]}
+        if self.upstream_shown is not None:
+            entry["upstream"] = self.upstream_shown
+        if self.prompt is not None:
+            entry["prompt"] = self.prompt
+        return entry
+
+    @property
+    def upstream_shown(self) -> str | None:
+        return redact_url(self.record.upstream) if self.record.upstream else None
 
 
 def _note(obs: Observation) -> dict[str, Any]:

@@ -81,8 +81,8 @@ async def requests(request: Request) -> Response:
         limit = int(request.query_params.get("limit", "0")) or None
     except ValueError:
         raise ApiError(400, "limit must be an integer", param="limit") from None
-    items = list(reversed(svc.console.recent))[:limit]
-    return _json({"capacity": svc.console.recent.maxlen, "prompts_kept": svc.console.keep_prompts,
+    items = svc.console.recent()[:limit]
+    return _json({"capacity": svc.console.capacity, "prompts_kept": svc.console.keep_prompts,
                   "requests": items})
 
 

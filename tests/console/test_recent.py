@@ -29,10 +29,10 @@ def test_ring_keeps_the_newest_and_counters_add_up() -> None:
         state.finished(_record(n, calls_kept=2, calls_repaired=1), [
             Observation("m:1", "call_repaired", {"fixes": ["json"]}),
             Observation("m:1", "tools_refused", {"rung": "off"})], Tap())
-    assert [e["request_id"] for e in state.recent] == ["id2", "id3", "id4"]
-    assert state.recent[-1]["notes"][0] == {"kind": "call_repaired",
-                                            "detail": {"fixes": ["json"]}}
-    assert "prompt" not in state.recent[-1]
+    assert [e["request_id"] for e in state.recent()] == ["id4", "id3", "id2"]
+    assert state.recent()[0]["notes"][0] == {"kind": "call_repaired",
+                                             "detail": {"fixes": ["json"]}}
+    assert "prompt" not in state.recent()[0]
     counters = state.counters["m:1"].as_json()
     assert counters["requests"] == 5 and counters["calls_passed"] == 5
     assert counters["calls_repaired"] == 5 and counters["refusals"] == 5
@@ -43,7 +43,15 @@ def test_ring_keeps_the_newest_and_counters_add_up() -> None:
 def test_zero_capacity_keeps_no_requests_but_still_counts() -> None:
     state = ConsoleState(0)
     state.finished(_record(1), [], Tap())
-    assert len(state.recent) == 0 and state.counters["m:1"].requests == 1
+    assert state.recent() == [] and state.counters["m:1"].requests == 1
+
+
+def test_counters_stay_bounded_under_made_up_model_names() -> None:
+    state = ConsoleState(0)
+    for n in range(1005):
+        state.finished(_record(n, model=f"made-up-{n}"), [], Tap())
+    assert len(state.counters) == 1000 and "made-up-0" not in state.counters
+    assert "made-up-1004" in state.counters
 
 
 def test_only_registered_capture_tokens_capture() -> None:
