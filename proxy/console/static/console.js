@@ -289,7 +289,7 @@ function showRequest(r) {
     h("h2", {}, "Notes"),
     r.notes.length ? r.notes.map((n) => h("div", { class: "note" },
       badge(n.kind.replaceAll("_", " "), "warn"), noteText(n.detail)))
-      : h("p", { class: "muted" }, "Nothing was changed."),
+      : h("p", { class: "muted" }, "No tools stripped, no calls dropped, repaired or recovered."),
     r.prompt ? [h("h2", {}, "Prompt"), h("pre", {}, pretty(r.prompt))] : null,
   ].flat().filter(Boolean));
   box.hidden = false;
