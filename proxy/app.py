@@ -22,6 +22,8 @@ from proxy.admin import admin_capabilities
 from proxy.api.client_timeouts import BodyTimeoutMiddleware
 from proxy.capabilities.store import CapabilityStore
 from proxy.chat import chat_completions
+from proxy.console.recent import ConsoleState
+from proxy.console.routes import console_routes
 from proxy.errors import ApiError, error_body
 from proxy.limits import Limiter
 from proxy.metrics import CONTENT_TYPE
@@ -64,6 +66,7 @@ def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Se
         limiter=limiter,
         telemetry=telemetry or Telemetry(log),
         state=state,
+        console=ConsoleState(settings.recent_requests, keep_prompts=settings.log_prompts),
     )
 
 
@@ -119,6 +122,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/admin/capabilities", admin_capabilities, methods=["GET"]),
+        *console_routes(),
     ]
     # Outermost first: every answer (a 401 and a drain's 503 too) gets the request id.
     middleware = [

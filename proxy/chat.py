@@ -21,6 +21,7 @@ from starlette.responses import Response
 
 from proxy.api.failures import answer_or_error
 from proxy.chat_request import parse_chat_request, read_body
+from proxy.console.gate import below_min_validation
 from proxy.errors import ApiError, upstream_error_body
 from proxy.exchange import Exchange, now_iso
 from proxy.learning import facts_from
@@ -144,12 +145,14 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
                           upstream: Upstream) -> tuple[httpx.Response, Plan]:
     """Send; on a recognised refusal step one rung down the ladder and resend at once."""
     plan = initial_plan(profile, bool(chat.get("tools")))
+    plan = below_min_validation(ex.svc, profile, plan, has_tools=bool(chat.get("tools")))
     headers = forward_headers(ex.request.headers, upstream,
                               keep_client_auth=not ex.svc.settings.api_keys)
     headers["content-type"] = "application/json"
     headers["accept-encoding"] = "identity"
     for attempt in range(3):
         body, notes = apply_request_steps(chat, profile, plan)
+        ex.tap.sent(chat, body)
         t0 = time.perf_counter()
         response = await send(upstream, "POST", "/v1/chat/completions",
                               content=orjson.dumps(body), headers=headers)
@@ -159,6 +162,7 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
             _note_request_changes(ex, notes)
             return response, plan
         raw = await response.aread()
+        ex.tap.answered(response.status_code, raw)
         await response.aclose()
         ex.upstream_s += time.perf_counter() - t0
         refusal = classify_refusal(response.status_code, raw)

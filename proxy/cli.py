@@ -1,4 +1,5 @@
-"""Command line: `toolshim [serve]`, `toolshim check [FILE]`, `toolshim probe MODEL`."""
+"""Command line: `toolshim [serve]`, `toolshim check [FILE]`, `toolshim probe MODEL`,
+`toolshim validate MODEL... | --all`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 from proxy.settings import SettingsError, add_arguments, load_settings
 
-_COMMANDS = ("serve", "check", "probe")
+_COMMANDS = ("serve", "check", "probe", "validate")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -27,6 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _check(args)
     if command == "probe":
         return _probe(args)
+    if command == "validate":
+        return _validate(args)
     return _serve(args)
 
 
@@ -138,3 +141,21 @@ def _probe(argv: list[str]) -> int:
 
     return asyncio.run(run_probe_cli(args.models, list(settings.upstreams),
                                      settings.capabilities, args.all, sys.stdout))
+
+
+def _validate(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="toolshim validate",
+        description="run the tool-calling battery through the proxy and record the result")
+    add_arguments(parser)
+    from proxy.console.cli import add_validate_arguments, run_validate_cli
+
+    add_validate_arguments(parser)
+    args = parser.parse_args(argv)
+    if not args.models and not args.every:
+        parser.error("name a MODEL or use --all")
+    try:
+        settings = load_settings(args)
+    except SettingsError as exc:
+        parser.error(str(exc))
+    return asyncio.run(run_validate_cli(settings, args.models, args.every, sys.stdout))

@@ -14,6 +14,7 @@ import anyio
 from starlette.requests import Request
 
 from proxy.capabilities.store import CapabilityStore
+from proxy.console.tap import Tap
 from proxy.learning import facts_from
 from proxy.services import Services
 from proxy.telemetry import RequestRecord
@@ -30,6 +31,11 @@ class Exchange:
     started: float = field(default_factory=time.perf_counter)
     upstream_s: float = 0.0
     observations: list[Observation] = field(default_factory=list)
+    tap: Tap = field(init=False)
+    """what the console sees of this request (a bench capture, a kept prompt)."""
+
+    def __post_init__(self) -> None:
+        self.tap = self.svc.console.tap_for(self.request)
 
     def overhead_ms(self) -> float:
         return max(0.0, (time.perf_counter() - self.started - self.upstream_s) * 1000)
@@ -41,6 +47,7 @@ class Exchange:
         self.record.upstream_ms = round(self.upstream_s * 1000, 3)
         self.record.overhead_ms = round(self.overhead_ms(), 3)
         self.svc.telemetry.request_done(self.record, self.observations)
+        self.svc.console.finished(self.record, self.observations, self.tap)
         learn(self.svc, self.observations, self.record.upstream)
 
 

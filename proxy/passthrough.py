@@ -21,6 +21,7 @@ from starlette.responses import Response, StreamingResponse
 from proxy.api.failures import CLIENT_CLOSED, answer_or_error, error_reply
 from proxy.api.paths import passthrough_path
 from proxy.chat_request import read_body
+from proxy.console.gate import validation_of
 from proxy.errors import ApiError
 from proxy.exchange import Exchange
 from proxy.services import Services
@@ -66,6 +67,7 @@ def _annotate(svc: Services, entry: dict[str, Any], root: str) -> dict[str, Any]
         "source": profile.sources.get("tools", "built-in default"),
         "tool_format": profile.tool_format,
         "upstream": root,
+        "validation": validation_of(svc.store, entry["id"]),
     }}
 
 

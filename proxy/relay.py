@@ -39,6 +39,7 @@ async def complete(ex: Exchange, response: httpx.Response, pipeline: ResponsePip
     t0 = time.perf_counter()
     try:
         raw = await _read_all(response, upstream)
+        ex.tap.answered(response.status_code, raw)
     finally:
         await response.aclose()
         ex.upstream_s += time.perf_counter() - t0
@@ -110,6 +111,7 @@ class _Relay:
                 yield await self._from_json()
                 return
             async for piece in iter_bytes(self.response, self.upstream.root):
+                self.ex.tap.piece(piece)
                 t0 = time.perf_counter()
                 out = self._take(piece)
                 self.own_s += time.perf_counter() - t0
@@ -155,6 +157,7 @@ class _Relay:
 
     async def _from_json(self) -> bytes:
         raw = await _read_all(self.response, self.upstream)
+        self.ex.tap.answered(self.response.status_code, raw)
         frames = completion_through(_decode_completion(raw), self.pipeline)
         return b"".join(encode_data(orjson.dumps(c)) for c in frames) + DONE_FRAME
 
@@ -220,6 +223,7 @@ def _count_calls(ex: Exchange, pipeline: ResponsePipeline) -> None:
     summary = pipeline.summary()
     ex.record.calls_dropped = int(summary.get("dropped", 0))
     ex.record.calls_repaired = int(summary.get("repaired", 0))
+    ex.record.calls_kept = int(summary.get("kept", 0))
     ex.record.calls_recovered = sum(int(o.detail.get("count", 0)) for o in pipeline.observations
                                     if o.kind == "text_calls_recovered")
     ex.observations.extend(pipeline.observations)

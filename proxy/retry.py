@@ -51,4 +51,6 @@ def rung_name(plan: Plan) -> str:
     """The rung's name for the x-toolshim-retry header and logs."""
     if plan.tools == "native" and plan.drop_tool_choice:
         return "native-no-tool-choice"
+    if plan.below_min_validation:
+        return "off-min-validation"
     return plan.tools

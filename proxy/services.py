@@ -18,6 +18,7 @@ from typing import Any
 from cachetools import TTLCache
 
 from proxy.capabilities.store import CapabilityStore
+from proxy.console.recent import ConsoleState
 from proxy.limits import Limiter
 from proxy.settings import Settings
 from proxy.state import MemoryState, SharedState
@@ -47,6 +48,8 @@ class Services:
     """model name -> upstream root, from the upstreams' /v1/models."""
     probed: TTLCache[str, bool] = field(default_factory=lambda: TTLCache(4096, 3600))
     background: set[asyncio.Task[Any]] = field(default_factory=set)
+    console: ConsoleState = field(default_factory=ConsoleState)
+    """recent requests, per-model counters and bench captures for /ui."""
 
     listed_at: float = float("-inf")
     state: SharedState = field(default_factory=MemoryState)

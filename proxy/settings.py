@@ -67,6 +67,10 @@ class Settings(BaseModel):
     workers: int = Field(1, ge=1, le=64)
     client_timeout: float = Field(60.0, gt=0)
     """seconds a client has to send a request's headers, and again its whole body."""
+    recent_requests: int = Field(200, ge=0, le=100_000)
+    """how many finished requests the console keeps in memory."""
+    min_validation: float | None = Field(None, ge=0, le=1)
+    """send tools-off to models whose recorded validation passed/total is below this."""
 
     @field_validator("redis_url")
     @classmethod
@@ -140,6 +144,8 @@ ENV_NAMES: Mapping[str, str] = {
     "log_prompts": "TOOLSHIM_LOG_PROMPTS",
     "workers": "TOOLSHIM_WORKERS",
     "client_timeout": "TOOLSHIM_CLIENT_TIMEOUT",
+    "recent_requests": "TOOLSHIM_RECENT_REQUESTS",
+    "min_validation": "TOOLSHIM_MIN_VALIDATION",
 }
 _LISTS = {"upstreams", "api_keys"}
 _PAIRS = {"routes", "upstream_key_envs"}
@@ -198,6 +204,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--client-timeout", type=float,
         help="seconds a client has to send its request headers, and again its body, before "
              "a 408 (TOOLSHIM_CLIENT_TIMEOUT, default 60)")
+    add("--recent-requests", type=int,
+        help="finished requests the console keeps in memory (TOOLSHIM_RECENT_REQUESTS, 200)")
+    add("--min-validation", type=float, metavar="F",
+        help="models whose recorded validation passed/total is below F get requests with "
+             "tools off (TOOLSHIM_MIN_VALIDATION)")
 
 
 def _from_env(name: str, raw: str) -> object:

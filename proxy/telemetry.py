@@ -36,6 +36,7 @@ class RequestRecord:
     calls_dropped: int = 0
     calls_repaired: int = 0
     calls_recovered: int = 0
+    calls_kept: int = 0
     error: str | None = None
     changes: list[str] = field(default_factory=list)
 

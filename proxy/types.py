@@ -104,3 +104,5 @@ class Plan:
 
     tools: Literal["native", "off", "emulate"] = "native"
     drop_tool_choice: bool = False
+    below_min_validation: bool = False
+    """tools are off because the model's recorded validation is under --min-validation."""

@@ -185,6 +185,17 @@ class ModelEntry(_Entry):
         return value
 
 
+class ValidationRecord(_Entry):
+    """`validation:` under a learned entry: the last tool-calling battery's result."""
+
+    at: Annotated[str, AfterValidator(_check_timestamp)]
+    passed: Annotated[int, Field(ge=0)]
+    total: Annotated[int, Field(gt=0)]
+    failed: list[NonEmptyStr] = []
+    rung: str | None = None
+    """the rung the proxy used for the battery's requests (native, emulate, off...)."""
+
+
 class LearnedEntry(ModelEntry):
     """One entry under `learned:`: a fact the proxy found out, with its evidence."""
 
@@ -193,6 +204,8 @@ class LearnedEntry(ModelEntry):
     """When it was learned, ISO-8601 UTC ("2026-11-22T10:00:00Z")."""
     evidence: str | None = None
     upstream: str | None = None
+    validation: ValidationRecord | None = None
+    """`toolshim validate`'s last result for this model (never a behaviour field)."""
 
 
 class Capabilities(_Entry):

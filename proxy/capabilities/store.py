@@ -18,7 +18,7 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from io import StringIO
 from pathlib import Path
 
@@ -130,6 +130,27 @@ class CapabilityStore:
                 batch = list(self._pending)
             if batch:
                 self._write(batch)
+
+    def rewrite(self, transform: Callable[[str], str]) -> None:
+        """A person's explicit edit made through the console (promote, forget).
+
+        Same path as learning: one writer per process, the file lock, a fresh
+        read, the result parsed before an atomic replace. `transform` gets the
+        text on disk and returns the new text; its exceptions reach the caller,
+        as does a ValueError when the result would not load.
+        """
+        with self._write_lock, FileLock(f"{self._path}.lock", timeout=10.0):
+            before = _stat_key(self._path)
+            text = "" if before is None else self._path.read_text(encoding="utf-8")
+            new_text = transform(text)
+            updated, problems = parse_capabilities(new_text, str(self._path))
+            if updated is None:
+                raise ValueError(f"the edit would break the file: {problems[0]}")
+            mode = 0o644 if before is None else self._path.stat().st_mode & 0o7777
+            written = _atomic_write(self._path, new_text, mode)
+        with self._lock:
+            self._stat, self._loaded = written, True
+            self._install(updated)
 
     def _acceptable(self, fact: LearnedFact) -> bool:
         # A fact the schema would reject must never reach the file (it would break it).

@@ -1,0 +1,70 @@
+"""GET /admin/models: every model the console knows, with provenance, validation, counters."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import Any
+
+from proxy.capabilities.schema import is_glob
+from proxy.console.gate import find_learned
+from proxy.services import LISTING_TTL, Services
+from proxy.settings import redact_url
+
+
+async def describe_models(svc: Services) -> dict[str, Any]:
+    if time.monotonic() - svc.listed_at > LISTING_TTL:
+        await svc.refresh_listing()
+    svc.store.reload_if_changed()  # a stat: show the file as it is now
+    caps = svc.store.capabilities()
+    known: dict[str, list[str]] = {}
+    for name in caps.models:
+        if not is_glob(name):
+            known.setdefault(name, []).append("models")
+    for name in caps.learned:
+        known.setdefault(name, []).append("learned")
+    for name in list(svc.listing):
+        known.setdefault(name, []).append("upstream")
+    return {
+        "file": svc.settings.capabilities,
+        "generation": svc.store.generation,
+        "last_reload_error": svc.store.last_error(),
+        "min_validation": svc.settings.min_validation,
+        "patterns": [name for name in caps.models if is_glob(name)],
+        "models": [_model(svc, name, origins) for name, origins in sorted(known.items())],
+    }
+
+
+def _model(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:
+    profile = svc.store.profile(name)
+    fields = asdict(profile)
+    sources = dict(fields.pop("sources"))
+    fields.pop("model")
+    learned = find_learned(svc.store.capabilities(), name)
+    counters = svc.console.counters.get(name)
+    return {
+        "name": name,
+        "known_from": origins,
+        "upstream": redact_url(svc.pick_upstream(name).root),
+        "tools": profile.tools,
+        "tool_format": profile.tool_format,
+        "profile": fields,
+        "sources": {key: source_kind(sources.get(key)) for key in fields},
+        "learned": None if learned is None else learned.model_dump(
+            exclude_unset=True, by_alias=True, exclude={"validation"}),
+        "promotable": learned is not None and bool(learned.model_dump(
+            exclude_unset=True, exclude={"validation", "source", "at", "evidence", "upstream"})),
+        "validation": None if learned is None or learned.validation is None
+        else learned.validation.model_dump(),
+        "counters": counters.as_json() if counters is not None else None,
+    }
+
+
+def source_kind(origin: str | None) -> dict[str, str]:
+    """Resolver origin ("models:qwen3*", "learned", "defaults") -> kind and label."""
+    if origin is None:
+        return {"kind": "built-in", "label": "built-in default"}
+    if origin.startswith("models:"):
+        key = origin.removeprefix("models:")
+        return {"kind": "glob" if is_glob(key) else "exact", "label": key}
+    return {"kind": origin, "label": origin}

@@ -1,0 +1,147 @@
+"""What the console remembers about finished requests: a ring buffer and per-model counters.
+
+Fed once per request from Exchange.finish; every update is O(1) (a deque append,
+a few integer additions, an LRU touch). Sorting for a p50 happens only when the
+console reads the counters.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from starlette.requests import Request
+
+from proxy.console.tap import Capture, Tap
+from proxy.settings import redact_url
+from proxy.telemetry import RequestRecord
+from proxy.types import Observation
+
+_OVERHEAD_SAMPLES = 256
+"""overheads kept per model for the p50 (the most recent ones)."""
+_MAX_MODELS = 1000
+_NOTE_KINDS = ("tools_stripped", "call_dropped", "call_repaired", "text_calls_recovered",
+               "tools_refused", "tool_choice_refused")
+_REFUSALS = frozenset({"tools_refused", "tool_choice_refused"})
+CAPTURE_HEADER = "x-toolshim-capture"
+_QUIET = Tap()
+"""the tap of every request while no bench run waits and prompts are not kept (stateless)."""
+
+
+@dataclass
+class ModelCounters:
+    requests: int = 0
+    errors: int = 0
+    calls_passed: int = 0
+    calls_repaired: int = 0
+    calls_dropped: int = 0
+    calls_recovered: int = 0
+    refusals: int = 0
+    retries: int = 0
+    overheads: deque[float] = field(default_factory=lambda: deque(maxlen=_OVERHEAD_SAMPLES))
+
+    def add(self, record: RequestRecord, passed: int, refusals: int) -> None:
+        self.requests += 1
+        self.errors += record.status >= 400
+        self.calls_passed += passed
+        self.calls_repaired += record.calls_repaired
+        self.calls_dropped += record.calls_dropped
+        self.calls_recovered += record.calls_recovered
+        self.refusals += refusals
+        self.retries += record.retries
+        self.overheads.append(record.overhead_ms)
+
+    def as_json(self) -> dict[str, Any]:
+        samples = sorted(self.overheads)
+        p50 = samples[len(samples) // 2] if samples else None
+        out = {k: v for k, v in vars(self).items() if k != "overheads"}
+        out["p50_overhead_ms"] = p50
+        return out
+
+
+class ConsoleState:
+    """Recent requests, live counters and pending bench captures, for one process."""
+
+    def __init__(self, recent: int = 200, *, keep_prompts: bool = False) -> None:
+        self._recent: deque[_Finished] = deque(maxlen=max(recent, 0))
+        self.counters: dict[str, ModelCounters] = {}
+        self.captures: dict[str, Capture] = {}
+        self.keep_prompts = keep_prompts
+        self.started = time.time()
+
+    def tap_for(self, request: Request) -> Tap:
+        """The request's tap; a capture only for the token the bench registered itself."""
+        if not self.captures:
+            return Tap(True) if self.keep_prompts else _QUIET
+        token = request.headers.get(CAPTURE_HEADER)
+        capture = self.captures.pop(token, None) if token else None
+        return Tap(self.keep_prompts, capture)
+
+    def new_capture(self) -> tuple[str, Capture]:
+        token = secrets.token_urlsafe(18)
+        capture = self.captures[token] = Capture()
+        return token, capture
+
+    @property
+    def capacity(self) -> int:
+        return self._recent.maxlen or 0
+
+    def recent(self) -> list[dict[str, Any]]:
+        """The kept requests as JSON-ready dicts, newest first (built only when read)."""
+        return [item.as_json() for item in reversed(self._recent)]
+
+    def finished(self, record: RequestRecord, observations: Sequence[Observation],
+                 tap: Tap) -> None:
+        """Called once per request at its end: an append and a few additions."""
+        if self._recent.maxlen:
+            # The record is not touched after finish(): keep it, serialise on read.
+            self._recent.append(_Finished(record, time.time(), observations, tap.prompt))
+        if record.model is None or record.endpoint != "chat.completions":
+            return
+        counters = self.counters.get(record.model)
+        if counters is None:
+            if len(self.counters) >= _MAX_MODELS:  # made-up model names: forget the oldest
+                del self.counters[next(iter(self.counters))]
+            counters = self.counters[record.model] = ModelCounters()
+        refusals = 0
+        for obs in observations:
+            refusals += obs.kind in _REFUSALS
+        passed = record.calls_kept - record.calls_repaired - record.calls_recovered
+        counters.add(record, max(0, passed), refusals)
+
+    def find(self, request_id: str) -> dict[str, Any] | None:
+        found = next((e for e in reversed(self._recent) if e.record.request_id == request_id),
+                     None)
+        return found.as_json() if found is not None else None
+
+
+class _Finished(NamedTuple):
+    """One kept request; a tuple because it is made on every request."""
+
+    record: RequestRecord
+    at: float
+    observations: Sequence[Observation]
+    prompt: dict[str, Any] | None
+
+    def as_json(self) -> dict[str, Any]:
+        entry = {**vars(self.record), "at": self.at, "changes": list(self.record.changes),
+                 "notes": [_note(o) for o in self.observations if o.kind in _NOTE_KINDS]}
+        if self.upstream_shown is not None:
+            entry["upstream"] = self.upstream_shown
+        if self.prompt is not None:
+            entry["prompt"] = self.prompt
+        return entry
+
+    @property
+    def upstream_shown(self) -> str | None:
+        return redact_url(self.record.upstream) if self.record.upstream else None
+
+
+def _note(obs: Observation) -> dict[str, Any]:
+    detail = {k: v for k, v in obs.detail.items() if isinstance(v, (str, int, float, bool, list))}
+    return {"kind": obs.kind, "detail": detail}
+

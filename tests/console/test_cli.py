@@ -1,0 +1,51 @@
+"""`toolshim validate`: the battery from the command line, recorded in capabilities.yaml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+from support.battery import good_answers, script, weak_answers
+from support.fake_ollama import FakeOllama
+
+from proxy.cli import main
+
+
+def _args(fake_url: str, caps_path: Path, *models: str) -> list[str]:
+    return ["validate", *models, "--upstream", fake_url, "--capabilities", str(caps_path),
+            "--no-probe"]
+
+
+def test_validate_prints_each_check_and_records_the_result(
+        fake: FakeOllama, fake_url: str, caps_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    caps_path.write_text("# mine\nversion: 1\n")
+    script(fake, "qwen3:8b", good_answers())
+    assert main(_args(fake_url, caps_path, "qwen3:8b")) == 0
+    out = capsys.readouterr().out
+    assert "qwen3:8b: 6/6 passed, rung native" in out
+    assert out.count("  pass  ") == 6
+    text = caps_path.read_text()
+    assert text.startswith("# mine\nversion: 1\n")
+    validation = YAML(typ="safe").load(text)["learned"]["qwen3:8b"]["validation"]
+    assert validation["passed"] == 6 and validation["failed"] == []
+
+
+def test_validate_all_fails_when_a_model_fails_a_check(
+        fake: FakeOllama, fake_url: str, caps_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    script(fake, "qwen3:8b", weak_answers())
+    assert main(_args(fake_url, caps_path) + ["--all"]) == 1
+    out = capsys.readouterr().out
+    assert "qwen3:8b: 1/6 passed" in out and "FAIL  single_call" in out
+    assert "gemma3:4b: " in out  # --all: every listed model
+    learned = YAML(typ="safe").load(caps_path.read_text())["learned"]
+    assert learned["qwen3:8b"]["validation"]["failed"][0] == "single_call"
+    assert learned["gemma3:4b"]["validation"]["rung"] == "off"
+
+
+def test_validate_needs_a_model(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["validate"])
+    assert exit_.value.code == 2 and "name a MODEL" in capsys.readouterr().err
