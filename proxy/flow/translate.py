@@ -74,7 +74,7 @@ class SseTranslator(_Ending):
     """An upstream SSE chat stream -> chunks.
 
     `decode=False` starts on the fast path: a `data:` event that looks like
-    a plain JSON chunk (first byte `{`, last `}`, no `tool_calls`, no
+    a plain JSON chunk (starts `{"`, ends `}`, no `tool_calls`, no
     `error`) is handed out as bytes; the first one that does not switches
     to decoding for the rest of the stream.
     """
@@ -186,10 +186,12 @@ class CompletionTranslator(_Ending):
 def _relay_as_is(data: bytes) -> bool:
     """The fast path's cheap check: shaped like a JSON object, nothing for the stages.
 
-    Two byte tests catch a non-JSON `data:` line (HTML, plain text, a cut
-    object) without decoding anything that passes.
+    Byte tests at both ends catch a non-JSON `data:` line (HTML, plain text,
+    a cut object) without decoding anything that passes; decoding every chunk
+    would cost the fast path most of its advantage. A line that opens like an
+    object and closes like one is relayed unread.
     """
-    return (data[:1] == b"{" and data[-1:] == b"}" and b'"tool_calls"' not in data
+    return (data[:2] == b'{"' and data[-1:] == b"}" and b'"tool_calls"' not in data
             and b'"error"' not in data)
 
 
