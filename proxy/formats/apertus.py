@@ -1,4 +1,4 @@
-"""Apertus tool calls (`<|tools_prefix|>[{"NAME": {args}}]<|tools_suffix|>`), formats.md §3.14.
+"""Apertus tool calls (`<|tools_prefix|>[{"NAME": {args}}]<|tools_suffix|>`).
 
 Owns: the short form where each list item's single key is the tool name
 (the `{name, arguments}` form is accepted too); the suffix may be missing at

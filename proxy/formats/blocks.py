@@ -45,7 +45,7 @@ class Block:
 
 
 def protected_spans(text: str) -> list[tuple[int, int]]:
-    """Regions where markup is an example, not a call (formats.md §1)."""
+    """Regions where markup is an example, not a call (code fences, inline code)."""
     spans = _fence_spans(text)
     spans += [(m.start(), m.end()) for m in _INLINE_CODE.finditer(text)]
     # Reasoning forced open by the prompt (only `</think>` appears) is removed

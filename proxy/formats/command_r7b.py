@@ -1,4 +1,4 @@
-"""Command R7B tool calls (`<|START_ACTION|>[…]<|END_ACTION|>`), formats.md §3.14.
+"""Command R7B tool calls (`<|START_ACTION|>[…]<|END_ACTION|>`).
 
 Owns: the action block's JSON list of `{tool_call_id, tool_name, parameters}`,
 removing the `<|START_THINKING|>…<|END_THINKING|>` reasoning block and the

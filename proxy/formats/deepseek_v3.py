@@ -1,4 +1,4 @@
-"""DeepSeek V3 / R1 tool calls (`<｜tool▁calls▁begin｜>` family), formats.md §3.6.
+"""DeepSeek V3 / R1 tool calls (`<｜tool▁calls▁begin｜>` family).
 
 Owns: the DeepSeek token markup, read tolerantly for both V3 (type word,
 name line, ```json fence) and V3.1 (name before `<｜tool▁sep｜>`, bare JSON),

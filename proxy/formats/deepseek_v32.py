@@ -1,4 +1,4 @@
-"""DeepSeek V3.2 tool calls in DSML markup (`<｜DSML｜function_calls>`), formats.md §3.6.
+"""DeepSeek V3.2 tool calls in DSML markup (`<｜DSML｜function_calls>`).
 
 Owns: the XML-like DSML shape: `<｜DSML｜invoke name="NAME">` children with
 `<｜DSML｜parameter name="KEY" string="true|false">` values, where `true`

@@ -1,4 +1,4 @@
-"""Functionary tool calls, formats.md §3.10.
+"""Functionary tool calls.
 
 Owns: v3.1 (`<function=NAME>{json}</function>`, the `<function name="NAME">`
 spelling, and `<|python_tag|>` + raw code for an offered `python` tool) and

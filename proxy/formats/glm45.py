@@ -1,4 +1,4 @@
-"""GLM-4.5 / 4.6 tool calls (`<tool_call>NAME` + `<arg_key>`/`<arg_value>` pairs), formats.md §3.12.
+"""GLM-4.5 / 4.6 tool calls (`<tool_call>NAME` + `<arg_key>`/`<arg_value>` pairs).
 
 Owns: parsing and rendering GLM's pair markup; values are raw text typed by
 the offered schema (xml_values). Must not: take `<tool_call>{` (Hermes) or

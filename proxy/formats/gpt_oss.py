@@ -1,4 +1,4 @@
-"""gpt-oss (harmony) tool calls written as text, formats.md §3.14.
+"""gpt-oss (harmony) tool calls written as text.
 
 Owns: a `commentary` message addressed ` to=functions.NAME` (before or after
 the channel token, optional `<|constrain|>json`) whose `<|message|>` body is

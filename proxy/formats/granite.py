@@ -1,4 +1,4 @@
-"""IBM Granite tool calls, formats.md §3.8.
+"""IBM Granite tool calls.
 
 Owns: Granite 3.0 (`<|tool_call|>` + JSON array), 3.1-3.3 (`<tool_call>` +
 array, no close), Granite 4 (`<tool_call>{…}</tool_call>`, arguments often a

@@ -1,4 +1,4 @@
-"""Hermes / Qwen2.5 / Qwen3 tool calls (`<tool_call>{json}</tool_call>`), formats.md §3.1.
+"""Hermes / Qwen2.5 / Qwen3 tool calls (`<tool_call>{json}</tool_call>`).
 
 Owns: parsing and rendering the Hermes block, its wrapper-tag spellings
 (llama.cpp accepts eight), several objects in one block, a missing close tag

@@ -1,4 +1,4 @@
-"""InternLM2 tool calls (`<|action_start|><|plugin|>{json}<|action_end|>`), formats.md §3.14.
+"""InternLM2 tool calls (`<|action_start|><|plugin|>{json}<|action_end|>`).
 
 Owns: the plugin action block holding one `{"name", "parameters"}` object
 (`arguments` accepted too). Unlike vLLM's parser (whose unknown-tool check

@@ -1,4 +1,4 @@
-"""JSON tool calls as small models write them when told to (`json_block`), formats.md §3.13.
+"""JSON tool calls as small models write them when told to (`json_block`).
 
 Owns: the JSON-valued call machinery the JSON family shares (decode one
 value at a position, turn it into calls, bare values at a line start, ```json
@@ -25,8 +25,8 @@ _JSON_INFO = frozenset({"", "json", "json5", "jsonc"})
 _FENCE_OPEN = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})[ \t]*([\w+.-]*)[ \t]*\n")
 BARE_START_PATTERN = r"^[ \t]*[{\[]|^[ \t]{0,3}(?:```|~~~)"
 BARE_START = re.compile(BARE_START_PATTERN, re.MULTILINE)
-# jsonish's ladder has no step for comments or invalid escapes (formats.md §4
-# steps 3-4, json-block-008/013); strings are matched whole so a URL's // and
+# jsonish's ladder has no step for comments or invalid escapes (they can't be
+# repaired without guessing; json-block-008/013); strings are matched whole so a URL's // and
 # valid escapes survive.
 _COMMENT_OR_STRING = re.compile(
     r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//[^\n]*|/\*.*?\*/', re.DOTALL

@@ -1,4 +1,4 @@
-"""Kimi K2 tool calls (`<|tool_calls_section_begin|>` … `functions.NAME:IDX`), formats.md §3.7.
+"""Kimi K2 tool calls (`<|tool_calls_section_begin|>` … `functions.NAME:IDX`).
 
 Owns: Kimi's section/call token markup, tolerant of the singular section
 spelling, ids without the `functions.` prefix, missing end tokens at the end

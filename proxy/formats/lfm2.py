@@ -1,4 +1,4 @@
-"""LFM2 tool calls: a call list between `<|tool_call_start|>` and `<|tool_call_end|>`, formats.md §3.5.
+"""LFM2 tool calls: a call list between `<|tool_call_start|>` and `<|tool_call_end|>`.
 
 Owns: the LFM2 sentinels around a pythonic list (the default) or a JSON
 array of `{name, arguments}` (the variant llama.cpp handles); text may follow

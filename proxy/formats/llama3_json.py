@@ -1,10 +1,10 @@
-"""Llama 3.x JSON tool calls (`{"name", "parameters"}`), formats.md §3.4.
+"""Llama 3.x JSON tool calls (`{"name", "parameters"}`).
 
 Owns: the reply-is-an-object shape with or without `<|python_tag|>`,
 `;`-separated calls, the `<|eom_id|>` / `<|eot_id|>` end tokens (not prose),
 the built-in `NAME.call(k=v)` form for offered built-ins, and rendering.
 Must not: look for objects in the middle of a sentence, give up on every
-call because one JSON value in prose is not a call (vLLM does, §6), or treat
+call because one JSON value in prose is not a call (vLLM does), or treat
 raw code after the tag as a call unless `code_interpreter` was offered.
 """
 

@@ -1,4 +1,4 @@
-"""MiniMax-M2 tool calls (`<minimax:tool_call>` + `<invoke name=…>`), formats.md §3.12.
+"""MiniMax-M2 tool calls (`<minimax:tool_call>` + `<invoke name=…>`).
 
 Owns: parsing and rendering MiniMax's invoke/parameter markup; values are raw
 text typed by the offered schema (xml_values). Must not: use an XML parser

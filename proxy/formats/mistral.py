@@ -1,4 +1,4 @@
-"""Mistral tool calls after `[TOOL_CALLS]`, formats.md §3.3.
+"""Mistral tool calls after `[TOOL_CALLS]`.
 
 Owns: the three tokenizer generations (pre-v11 JSON array, v11
 `NAME[CALL_ID]ID[ARGS]{json}`, v13 `NAME[ARGS]{json}`), the marker-less

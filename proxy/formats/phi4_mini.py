@@ -1,4 +1,4 @@
-"""Phi-4-mini tool calls (`functools[…]`, no closing marker), formats.md §3.9.
+"""Phi-4-mini tool calls (`functools[…]`, no closing marker).
 
 Owns: the `functools` marker followed by a JSON array of `{name, arguments}`
 (Firefunction v2's ` functools[` is the same shape), decoded bracket-aware so

@@ -1,4 +1,4 @@
-"""Pythonic tool calls (`[get_weather(city="Paris")]`), formats.md §3.5.
+"""Pythonic tool calls (`[get_weather(city="Paris")]`).
 
 Owns: recognising a Python list of keyword-argument calls (bare on its own
 line, in Llama 4's `<|python_start|>` wrapper, or one call after Llama 3's
@@ -65,7 +65,7 @@ def _literal(node: ast.expr) -> Any:
             return json_int(node.value)
         return node.value
     if isinstance(node, ast.Name) and node.id in _WORDS:
-        # JSON words inside a Python call: a harmless repair (formats.md §3.5).
+        # JSON words inside a Python call: a harmless repair.
         return _WORDS[node.id]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = _literal(node.operand)

@@ -1,4 +1,4 @@
-"""Qwen3-Coder XML tool calls (`<function=NAME><parameter=KEY>…`), formats.md §3.2.
+"""Qwen3-Coder XML tool calls (`<function=NAME><parameter=KEY>…`).
 
 Owns: parsing and rendering the Qwen3-Coder / Seed-OSS markup. Values are raw
 text typed by the offered schema (xml_values). Must not: use an XML parser

@@ -1,4 +1,4 @@
-"""A JSON list of `{name, arguments}` between an open and a close tag, formats.md §3.14.
+"""A JSON list of `{name, arguments}` between an open and a close tag.
 
 Owns: the shape Jamba (`<tool_calls>`) and Nemotron Nano v2 (`<TOOLCALL>`)
 share, differing only in their tags: parsing (the close tag may be missing at

@@ -1,4 +1,4 @@
-"""xLAM tool calls: the reply is a JSON array of `{name, arguments}`, formats.md §3.11.
+"""xLAM tool calls: the reply is a JSON array of `{name, arguments}`.
 
 Owns: finding that array (or a single call object) where vLLM's xlam parser
 looks: on its own line (the whole reply, or a line after prose), after
