@@ -12,11 +12,10 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
+from proxy.formats.blocks import Block, dumps
+from proxy.formats.json_scan import (
     call_from_object,
     decode_arguments,
-    dumps,
     valid_name,
     wrapped_json_block,
 )

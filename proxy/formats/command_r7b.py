@@ -13,13 +13,8 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
-    decode_arguments,
-    dumps,
-    valid_name,
-    wrapped_json_block,
-)
+from proxy.formats.blocks import Block, dumps
+from proxy.formats.json_scan import decode_arguments, valid_name, wrapped_json_block
 from proxy.types import JSON
 
 _ACTION = ("<|START_ACTION|>", "<|END_ACTION|>")

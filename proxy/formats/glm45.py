@@ -14,11 +14,8 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
-    skip_space,
-    valid_name,
-)
+from proxy.formats.blocks import Block
+from proxy.formats.json_scan import skip_space, valid_name
 from proxy.formats.qwen3_coder_xml import strip_newlines
 from proxy.formats.xml_values import convert, property_schema, render_value
 from proxy.types import JSON

@@ -16,15 +16,8 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
-    decode_arguments,
-    dumps,
-    section_block,
-    skip_space,
-    splice,
-    valid_name,
-)
+from proxy.formats.blocks import Block, dumps, section_block, splice
+from proxy.formats.json_scan import decode_arguments, skip_space, valid_name
 from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.types import JSON
 

@@ -13,14 +13,9 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
-    past_close,
-    section_block,
-    skip_space,
-    valid_name,
-)
+from proxy.formats.blocks import Block, section_block
 from proxy.formats.glm45 import required_present
+from proxy.formats.json_scan import past_close, skip_space, valid_name
 from proxy.formats.qwen3_coder_xml import strip_newlines
 from proxy.formats.xml_values import convert, property_schema, render_value
 from proxy.types import JSON

@@ -17,16 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import (
-    Block,
-    find_blocks,
-    json_int,
-    section_block,
-    skip_space,
-    splice,
-    tool_list,
-    valid_name,
-)
+from proxy.formats.blocks import Block, find_blocks, section_block, splice, tool_list
+from proxy.formats.json_scan import json_int, skip_space, valid_name
 from proxy.formats.jsonish import scan_json_value
 from proxy.types import JSON, ToolDef
 

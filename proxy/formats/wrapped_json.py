@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import Block, dumps, wrapped_json_block
+from proxy.formats.blocks import Block, dumps
+from proxy.formats.json_scan import wrapped_json_block
 from proxy.types import JSON
 
 _INSTRUCTIONS = """\
