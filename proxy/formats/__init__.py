@@ -38,6 +38,9 @@ from proxy.formats.base import ParsedCall, ParseResult, TextFormat, no_calls, re
 from proxy.formats.detect import recover_with, split_reasoning, strip_reasoning
 from proxy.types import JSON
 
+DEFAULT_EMULATE_FORMAT = "hermes"
+"""The format tools are described in for emulation when the profile names none."""
+
 # Each format's name is stated once, in its module (`FORMAT.name`).
 FORMATS: dict[str, TextFormat] = {fmt.name: fmt for fmt in (
     hermes.FORMAT,

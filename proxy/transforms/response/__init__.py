@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from proxy.formats import DEFAULT_EMULATE_FORMAT
 from proxy.formats.base import tool_schemas
 from proxy.transforms.response.assembly import CallAssembly, CallCounts
 from proxy.transforms.response.checks import SchemaCache
@@ -72,7 +73,8 @@ def build_pipeline(
     if offered and recover:
         # The model saw (and writes) upstream names; assembly reverses the rename.
         upstream_offered: Mapping[str, Any] = {forward.get(n, n): s for n, s in offered.items()}
-        preferred = profile.tool_format or ("hermes" if plan.tools == "emulate" else None)
+        default = DEFAULT_EMULATE_FORMAT if plan.tools == "emulate" else None
+        preferred = profile.tool_format or default
         stages.append(TextCallRecovery(upstream_offered, preferred, profile.model, id_factory))
     assembly = CallAssembly(offered, profile.invalid_tool_calls, reverse,
                             parallel_tool_calls, schema_cache, id_factory)
