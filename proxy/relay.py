@@ -51,8 +51,7 @@ async def _sse_body(run: ChatRun) -> AsyncIterator[bytes]:
         run.ex.svc.telemetry.log.exception("stream failed inside toolshim")
         yield _error_frame("internal error in toolshim", 500, "internal_error") + DONE_FRAME
     finally:
-        with anyio.CancelScope(shield=True):
-            await run.aclose()
+        await run.aclose()  # shielded inside: also when the client left
 
 
 async def json_response(run: ChatRun) -> Response:
@@ -60,8 +59,7 @@ async def json_response(run: ChatRun) -> Response:
     try:
         chunks = [chunk async for chunk in run.chunks()]
     finally:
-        with anyio.CancelScope(shield=True):  # also when the client left
-            await run.aclose()
+        await run.aclose()  # shielded inside: also when the client left
     if not chunks:
         raise ApiError(502, "upstream sent an answer that is not a chat completion",
                        code="upstream_invalid")
