@@ -138,14 +138,14 @@ async def open_turn(ex: Exchange, chat: ChatRequest, profile: Profile,
     call = await UpstreamCall.open(svc.limiter, upstream)
     try:
         call.response, plan = await send_with_retry(ex, chat, profile, upstream)
+        pipeline = build_pipeline(
+            client_tools=chat.get("tools") or [], profile=profile, plan=plan,
+            parallel_tool_calls=chat.get("parallel_tool_calls"),
+            schema_cache=svc.schema_cache, id_factory=new_call_id)
     except BaseException:
         with anyio.CancelScope(shield=True):  # also when the client left
             await call.aclose()
         raise
-    pipeline = build_pipeline(
-        client_tools=chat.get("tools") or [], profile=profile, plan=plan,
-        parallel_tool_calls=chat.get("parallel_tool_calls"),
-        schema_cache=svc.schema_cache, id_factory=new_call_id)
     return Turn(call, pipeline, decode=not (ex.record.stream and _trivial(chat, profile)))
 
 

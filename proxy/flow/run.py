@@ -167,7 +167,8 @@ class ChatRun:
             return
         ex = self.ex
         status = self._status if self._status is not None else 499
-        error = self._error if self._status is not None else "client closed the stream"
+        left = "client closed the stream" if ex.record.stream else "client closed the connection"
+        error = self._error if self._status is not None else left
         self.summary = RunSummary(status, error, self.turn.pipeline.call_counts())
         try:
             with anyio.CancelScope(shield=True):

@@ -119,17 +119,21 @@ class SseTranslator(_Ending):
         for event in events:
             if self.finished:
                 break
-            if event.is_done:
+            data = event.data
+            if not self.decode and _relay_as_is(data):
+                # The fast path, inline: this loop runs once per upstream event.
+                if not self.saw_finish and (b'"finish_reason":"' in data
+                                            or b'"finish_reason": "' in data):
+                    self.saw_finish = True
+                out.append(data)
+            elif event.is_done:
                 out.extend(self._close())
             else:
-                out.extend(self._event(event.data))
+                out.extend(self._decoded(data))
         return out
 
-    def _event(self, data: bytes) -> list[ChunkOut]:
-        if not self.decode and _relay_as_is(data):
-            if b'"finish_reason":"' in data or b'"finish_reason": "' in data:
-                self.saw_finish = True
-            return [data]
+    def _decoded(self, data: bytes) -> list[ChunkOut]:
+        """An event through JSON decoding and the stages; from here on, every event."""
         self.decode = True
         try:
             chunk = orjson.loads(data)
