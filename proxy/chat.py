@@ -1,9 +1,28 @@
 """POST /v1/chat/completions: the whole flow, top to bottom.
 
-parse -> resolve the model's profile (probing unknown models) -> request steps
--> upstream, driven by the pure retry policy -> response stages ->
-observations to the store and telemetry -> respond (stream or not).
-Only this module, passthrough.py, upstream.py and the store do I/O.
+parse -> `run_chat`: route, resolve the model's profile (probing unknown
+models), then `open_turn`: request steps -> upstream, driven by the pure retry
+policy -> response stages -> a `ChatRun` -> respond: SSE or one JSON body
+(relay.py) -> at `ChatRun.aclose()`, observations to the store and telemetry.
+
+The seam other client APIs and multi-turn features build on:
+
+- `run_chat(ex, chat) -> ChatRun`: one chat request's answer, independent of
+  the client's wire format. `run.headers()` before the first byte,
+  `async for chunk in run.chunks()` (chat.completion.chunk dicts; a failure is
+  raised as `ApiError` after every chunk received before it, never after a
+  made-up finish), `await run.aclose()` (idempotent; accounts the request),
+  then `run.summary` (`RunSummary`: status, error, call counts).
+- `open_turn(ex, chat, profile, upstream) -> Turn`: ONE upstream turn (a
+  limiter slot, the retry ladder of `send_with_retry`, the response stages);
+  call it again for a further turn, and `aclose()` each turn.
+- The fast path (no tools offered, reasoning passed through) is
+  `proxy.flow.translate._relay_as_is`: such chunks travel as the upstream's
+  JSON bytes, decoded only by consumers of `chunks()`; `run.batches()` hands
+  them over undecoded.
+
+Only this module, passthrough.py, upstream.py, proxy/flow/run.py and the
+store do I/O.
 """
 
 from __future__ import annotations
@@ -24,10 +43,11 @@ from proxy.chat_request import parse_chat_request, read_body
 from proxy.console.gate import below_min_validation
 from proxy.errors import ApiError, upstream_error_body
 from proxy.exchange import Exchange, now_iso
+from proxy.flow.run import ChatRun, Turn, UpstreamCall
 from proxy.learning import facts_from
 from proxy.probe import probe_metadata
 from proxy.refusals import Refusal, classify_refusal
-from proxy.relay import complete, stream
+from proxy.relay import json_response, sse_response
 from proxy.retry import initial_plan, next_plan, rung_name
 from proxy.services import Services, new_call_id
 from proxy.telemetry import RequestRecord
@@ -81,33 +101,44 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 async def _answer(ex: Exchange, chat: ChatRequest) -> Response:
+    run = await run_chat(ex, chat)
+    if ex.record.stream:
+        return sse_response(run)
+    return await json_response(run)
+
+
+async def run_chat(ex: Exchange, chat: ChatRequest) -> ChatRun:
+    """The answer to one chat request, as chunks; the caller must `aclose()` it."""
     svc = ex.svc
     upstream = await svc.route(chat["model"])
     ex.record.model, ex.record.upstream = chat["model"], upstream.root
     ex.record.stream = bool(chat.get("stream"))
     if svc.settings.log_prompts:
         _log_prompt(ex, chat)
-    profile = await resolve_profile(svc, chat["model"], upstream)
-    await svc.limiter.acquire(upstream.root)
-    response: httpx.Response | None = None
-    handed_to_relay = False
+    profile = await profile_with_probe(svc, chat["model"], upstream)
+    return ChatRun(ex, await open_turn(ex, chat, profile, upstream))
+
+
+async def open_turn(ex: Exchange, chat: ChatRequest, profile: Profile,
+                    upstream: Upstream) -> Turn:
+    """One upstream turn: a limiter slot, the retry ladder, the response stages.
+
+    The turn owns its upstream call from here; the caller must `aclose()` it.
+    """
+    svc = ex.svc
+    call = await UpstreamCall.open(svc.limiter, upstream)
     try:
-        response, plan = await send_with_retry(ex, chat, profile, upstream)
+        call.response, plan = await send_with_retry(ex, chat, profile, upstream)
         pipeline = build_pipeline(
             client_tools=chat.get("tools") or [], profile=profile, plan=plan,
             parallel_tool_calls=chat.get("parallel_tool_calls"),
             schema_cache=svc.schema_cache, id_factory=new_call_id)
-        if ex.record.stream:
-            reply = stream(ex, response, pipeline, upstream, trivial=_trivial(chat, profile))
-            handed_to_relay = True  # from here the relay closes and releases
-            return reply
-        return await complete(ex, response, pipeline, upstream)
-    finally:
-        if not handed_to_relay:
-            with anyio.CancelScope(shield=True):  # also when the client left
-                if response is not None:
-                    await response.aclose()
-                await svc.limiter.release(upstream.root)
+    except BaseException:
+        with anyio.CancelScope(shield=True):  # also when the client left
+            await call.aclose()
+        raise
+    return Turn(call, pipeline, decode=not (ex.record.stream and _trivial(chat, profile)),
+                tap=ex.tap)
 
 
 def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
@@ -120,11 +151,11 @@ def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
 
 
 def _trivial(chat: ChatRequest, profile: Profile) -> bool:
-    """No stage has work unless a tool call shows up: relay bytes as they are."""
+    """No stage has work unless a tool call shows up: the fast path may relay bytes."""
     return not chat.get("tools") and profile.reasoning == "pass"
 
 
-async def resolve_profile(svc: Services, model: str, upstream: Upstream) -> Profile:
+async def profile_with_probe(svc: Services, model: str, upstream: Upstream) -> Profile:
     """The model's profile; on first sight of an unknown model, ask the backend once."""
     store = svc.store
     if svc.settings.probe and model not in svc.probed:

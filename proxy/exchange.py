@@ -31,6 +31,7 @@ class Exchange:
     started: float = field(default_factory=time.perf_counter)
     upstream_s: float = 0.0
     observations: list[Observation] = field(default_factory=list)
+    finished: bool = False
     tap: Tap = field(init=False)
     """what the console sees of this request (a bench capture, a kept prompt)."""
 
@@ -41,6 +42,10 @@ class Exchange:
         return max(0.0, (time.perf_counter() - self.started - self.upstream_s) * 1000)
 
     def finish(self, status: int, error: str | None = None) -> None:
+        """Account the request once: the first ending reported wins."""
+        if self.finished:
+            return
+        self.finished = True
         self.record.status = status
         self.record.error = error
         self.record.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
@@ -67,7 +72,8 @@ def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def response_headers(ex: Exchange) -> dict[str, str]:
+def toolshim_headers(ex: Exchange) -> dict[str, str]:
+    """x-request-id and the x-toolshim-* headers a client gets before the first byte."""
     rec = ex.record
     headers = {"x-request-id": rec.request_id,
                "x-toolshim-overhead-ms": f"{ex.overhead_ms():.2f}"}

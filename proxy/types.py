@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 # --- wire shapes (OpenAI) ---------------------------------------------------
 
@@ -79,17 +79,18 @@ class Profile:
     sources: Mapping[str, str] = field(default_factory=dict)
 
 
+ObservationKind = Literal[
+    "tools_refused", "tool_choice_refused", "tool_choice_dropped", "tools_stripped",
+    "text_calls_recovered", "call_dropped", "call_repaired", "probe",
+]
+
+
 @dataclass(frozen=True)
 class Observation:
-    """A finding of a stage, handed to learning.py / metrics by chat.py.
-
-    kind is one of: "tools_refused", "tool_choice_refused", "tool_choice_dropped",
-    "tools_stripped", "text_calls_recovered", "call_dropped", "call_repaired",
-    "probe".
-    """
+    """A finding of a stage, handed to learning.py / metrics by the flow."""
 
     model: str
-    kind: str
+    kind: ObservationKind
     detail: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -106,3 +107,14 @@ class Plan:
     drop_tool_choice: bool = False
     below_min_validation: bool = False
     """tools are off because the model's recorded validation is under --min-validation."""
+
+
+class Stage(Protocol):
+    """A sans-IO response stage (or a pipeline of them): chunks in, chunks out."""
+
+    @property
+    def observations(self) -> list[Observation]: ...
+
+    def feed(self, chunk: Chunk) -> list[Chunk]: ...
+
+    def flush(self) -> list[Chunk]: ...

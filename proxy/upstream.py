@@ -114,11 +114,32 @@ async def send(upstream: Upstream, method: str, path: str, *, content: bytes | N
 
 
 async def iter_bytes(response: httpx.Response, root: str) -> AsyncIterator[bytes]:
+    """The body as it arrives; a broken transport raises ApiError after what arrived."""
     try:
         async for piece in response.aiter_raw():
             yield piece
     except httpx.TransportError as exc:
+        received = _buffered_before_failure(response)
+        if received:
+            yield received
         raise transport_error(exc, root) from None
+
+
+def _buffered_before_failure(response: httpx.Response) -> bytes:
+    """Bytes aiohttp had received but not handed out when the connection broke.
+
+    aiohttp's StreamReader raises a stored connection error before returning
+    its buffer, so the last events before a reset were lost (issue: content
+    received before a reset must reach the client before the error).
+    """
+    stream = getattr(response.stream, "_stream", response.stream)  # httpx's BoundAsyncStream
+    aiohttp_response = getattr(stream, "_aiohttp_response", None)
+    buffer = getattr(getattr(aiohttp_response, "content", None), "_buffer", None)
+    if not buffer:
+        return b""
+    received = b"".join(bytes(part) for part in buffer)
+    buffer.clear()
+    return received
 
 
 def transport_error(exc: httpx.TransportError, root: str) -> ApiError:

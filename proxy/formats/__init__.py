@@ -38,31 +38,35 @@ from proxy.formats.base import ParsedCall, ParseResult, TextFormat, no_calls, re
 from proxy.formats.detect import recover_with, split_reasoning, strip_reasoning
 from proxy.types import JSON
 
-FORMATS: dict[str, TextFormat] = {
-    "hermes": hermes.FORMAT,
-    "mistral": mistral.FORMAT,
-    "llama3_json": llama3_json.FORMAT,
-    "json_block": json_block.FORMAT,
-    "pythonic": pythonic.FORMAT,
-    "lfm2": lfm2.FORMAT,
-    "qwen3_coder_xml": qwen3_coder_xml.FORMAT,
-    "glm45": glm45.FORMAT,
-    "minimax_m2": minimax_m2.FORMAT,
-    "deepseek_v3": deepseek_v3.FORMAT,
-    "deepseek_v31": deepseek_v31.FORMAT,
-    "kimi_k2": kimi_k2.FORMAT,
-    "granite": granite.FORMAT,
-    "phi4_mini": phi4_mini.FORMAT,
-    "functionary": functionary.FORMAT,
-    "xlam": xlam.FORMAT,
-    "jamba": jamba.FORMAT,
-    "nemotron_v2": nemotron_v2.FORMAT,
-    "internlm2": internlm2.FORMAT,
-    "apertus": apertus.FORMAT,
-    "command_r7b": command_r7b.FORMAT,
-    "gpt_oss": gpt_oss.FORMAT,
-    "deepseek_v32": deepseek_v32.FORMAT,
-}
+DEFAULT_EMULATE_FORMAT = "hermes"
+"""The format tools are described in for emulation when the profile names none."""
+
+# Each format's name is stated once, in its module (`FORMAT.name`).
+FORMATS: dict[str, TextFormat] = {fmt.name: fmt for fmt in (
+    hermes.FORMAT,
+    mistral.FORMAT,
+    llama3_json.FORMAT,
+    json_block.FORMAT,
+    pythonic.FORMAT,
+    lfm2.FORMAT,
+    qwen3_coder_xml.FORMAT,
+    glm45.FORMAT,
+    minimax_m2.FORMAT,
+    deepseek_v3.FORMAT,
+    deepseek_v31.FORMAT,
+    kimi_k2.FORMAT,
+    granite.FORMAT,
+    phi4_mini.FORMAT,
+    functionary.FORMAT,
+    xlam.FORMAT,
+    jamba.FORMAT,
+    nemotron_v2.FORMAT,
+    internlm2.FORMAT,
+    apertus.FORMAT,
+    command_r7b.FORMAT,
+    gpt_oss.FORMAT,
+    deepseek_v32.FORMAT,
+)}
 
 # Special-token formats first (a marker that cannot be prose), text tags next,
 # bare JSON / Python last: they also match what the others leave behind.

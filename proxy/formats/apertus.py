@@ -1,4 +1,4 @@
-"""Apertus tool calls (`<|tools_prefix|>[{"NAME": {args}}]<|tools_suffix|>`), formats.md §3.14.
+"""Apertus tool calls (`<|tools_prefix|>[{"NAME": {args}}]<|tools_suffix|>`).
 
 Owns: the short form where each list item's single key is the tool name
 (the `{name, arguments}` form is accepted too); the suffix may be missing at
@@ -12,11 +12,10 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
+from proxy.formats.blocks import Block, dumps
+from proxy.formats.json_scan import (
     call_from_object,
     decode_arguments,
-    dumps,
     valid_name,
     wrapped_json_block,
 )

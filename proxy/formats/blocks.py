@@ -3,10 +3,9 @@
 Owns what the per-format parsers share: where a call may not start (code
 fences of an answer, inline code spans, closed reasoning blocks), the scan
 that offers each candidate start to a format's block parser, putting the text
-back together (unknown-tool blocks verbatim, control tokens dropped), turning
-a decoded JSON call object into name + arguments, and the tool list every
-`render_tools` prints. Must not: know any particular format, repair JSON
-itself (that is jsonish), or raise.
+back together (unknown-tool calls kept as text, control tokens dropped), and
+the tool list every `render_tools` prints. Must not: know any particular
+format, scan or repair JSON (that is json_scan and jsonish), or raise.
 """
 
 from __future__ import annotations
@@ -20,15 +19,12 @@ from typing import Any
 import orjson
 
 from proxy.formats.base import ParsedCall, ParseResult, remaining_text
-from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.types import JSON, ToolDef
 
 _FENCE_LINE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*([^\n]*)$", re.MULTILINE)
 _INLINE_CODE = re.compile(r"(?<!`)(`{1,2})(?!`)([^\n]+?)(?<!`)\1(?!`)")
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _JSON_INFO = ("json", "json5", "jsonc")
-_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
-_SPACE = re.compile(r"\s*")
 
 
 @dataclass(frozen=True)
@@ -45,7 +41,7 @@ class Block:
 
 
 def protected_spans(text: str) -> list[tuple[int, int]]:
-    """Regions where markup is an example, not a call (formats.md §1)."""
+    """Regions where markup is an example, not a call (code fences, inline code)."""
     spans = _fence_spans(text)
     spans += [(m.start(), m.end()) for m in _INLINE_CODE.finditer(text)]
     # Reasoning forced open by the prompt (only `</think>` appears) is removed
@@ -159,55 +155,6 @@ def section_block(
     return Block(start, end, known, keep)
 
 
-def valid_name(name: str) -> bool:
-    """A plausible function name (rejects template leaks and prose)."""
-    return _NAME.fullmatch(name) is not None
-
-
-def decode_arguments(value: Any) -> dict[str, Any] | None:
-    """Arguments as written: an object, or a string holding one (decoded once)."""
-    if isinstance(value, dict):
-        return dict(value)
-    if isinstance(value, str):
-        if not value.strip():
-            return {}
-        decoded = loads_lenient(value)
-        if decoded is not None and isinstance(decoded[0], dict):
-            return dict(decoded[0])
-    return None
-
-
-def call_from_object(obj: Any) -> ParsedCall | None:
-    """A decoded `{name, arguments|parameters}` object (or OpenAI wrapper) as a call."""
-    if not isinstance(obj, dict):
-        return None
-    function = obj.get("function")
-    if obj.get("type") == "function" and isinstance(function, dict):
-        obj = function
-    name = obj.get("name")
-    if not isinstance(name, str) or not valid_name(name):
-        return None
-    if "arguments" in obj:
-        arguments = decode_arguments(obj["arguments"])
-    elif "parameters" in obj:
-        arguments = decode_arguments(obj["parameters"])
-    else:
-        arguments = {}
-    return None if arguments is None else ParsedCall(name, arguments)
-
-
-def calls_from_array(value: Any) -> list[tuple[ParsedCall, str]] | None:
-    """A decoded JSON array of call objects, each with its JSON text; None if any is not one."""
-    items = value if isinstance(value, list) else [value]
-    parts: list[tuple[ParsedCall, str]] = []
-    for item in items:
-        call = call_from_object(item)
-        if call is None:
-            return None
-        parts.append((call, dumps(item)))
-    return parts or None
-
-
 def tool_list(tools: Sequence[ToolDef]) -> str:
     """The offered tools as the JSON lines most templates print."""
     lines = []
@@ -224,50 +171,3 @@ def dumps(value: Any) -> str:
     except TypeError:
         # orjson refuses integers beyond 64 bits; a Python literal may hold one.
         return json.dumps(value, ensure_ascii=False)
-
-
-def skip_space(text: str, pos: int) -> int:
-    """The first non-whitespace position at or after pos."""
-    match = _SPACE.match(text, pos)
-    return match.end() if match is not None else pos
-
-
-def past_close(text: str, pos: int, closer: str) -> int:
-    """Past closer if only whitespace comes before it, else pos: the close may be missing."""
-    after = skip_space(text, pos)
-    return after + len(closer) if closer and text.startswith(closer, after) else pos
-
-
-def json_at(text: str, pos: int) -> tuple[Any, int] | None:
-    """The JSON(-ish) object or array starting at pos (after whitespace), and its end.
-
-    None when there is none, it is cut off, or it cannot be repaired safely.
-    """
-    start = skip_space(text, pos)
-    end = scan_json_value(text, start) if text[start : start + 1] in ("{", "[") else None
-    decoded = loads_lenient(text[start:end]) if end is not None else None
-    if end is None or decoded is None:
-        return None
-    return decoded[0], end
-
-
-def wrapped_json_block(
-    text: str,
-    at: int,
-    wrapper: tuple[str, str],
-    tools: Mapping[str, JSON],
-    to_parts: Callable[[Any], list[tuple[ParsedCall, str]] | None] = calls_from_array,
-) -> Block | None:
-    """`OPEN json CLOSE` at `at`: the calls to_parts finds in the JSON; the close is optional."""
-    opener, closer = wrapper
-    found = json_at(text, at + len(opener))
-    parts = to_parts(found[0]) if found is not None else None
-    if found is None or parts is None:
-        return None
-    return section_block(text, at, past_close(text, found[1], closer), parts, tools)
-
-
-def json_int(value: int) -> int | float:
-    """An integer as JSON decoding gives it: beyond 64 bits, a float (as orjson
-    does), so that every recovered argument can be serialised again."""
-    return value if -(2**63) <= value < 2**64 else float(value)

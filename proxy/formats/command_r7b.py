@@ -1,4 +1,4 @@
-"""Command R7B tool calls (`<|START_ACTION|>[…]<|END_ACTION|>`), formats.md §3.14.
+"""Command R7B tool calls (`<|START_ACTION|>[…]<|END_ACTION|>`).
 
 Owns: the action block's JSON list of `{tool_call_id, tool_name, parameters}`,
 removing the `<|START_THINKING|>…<|END_THINKING|>` reasoning block and the
@@ -13,13 +13,8 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
-    decode_arguments,
-    dumps,
-    valid_name,
-    wrapped_json_block,
-)
+from proxy.formats.blocks import Block, dumps
+from proxy.formats.json_scan import decode_arguments, valid_name, wrapped_json_block
 from proxy.types import JSON
 
 _ACTION = ("<|START_ACTION|>", "<|END_ACTION|>")

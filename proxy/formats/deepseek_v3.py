@@ -1,4 +1,4 @@
-"""DeepSeek V3 / R1 tool calls (`<｜tool▁calls▁begin｜>` family), formats.md §3.6.
+"""DeepSeek V3 / R1 tool calls (`<｜tool▁calls▁begin｜>` family).
 
 Owns: the DeepSeek token markup, read tolerantly for both V3 (type word,
 name line, ```json fence) and V3.1 (name before `<｜tool▁sep｜>`, bare JSON),
@@ -14,14 +14,8 @@ from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
-    decode_arguments,
-    dumps,
-    section_block,
-    skip_space,
-    valid_name,
-)
+from proxy.formats.blocks import Block, dumps, section_block
+from proxy.formats.json_scan import decode_arguments, skip_space, valid_name
 from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.types import JSON
 

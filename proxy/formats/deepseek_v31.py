@@ -1,4 +1,4 @@
-"""DeepSeek V3.1 tool calls (`<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}`), formats.md §3.6.
+"""DeepSeek V3.1 tool calls (`<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}`).
 
 Owns: rendering the V3.1 shape (no type word, no fence, calls chained with no
 separator) and its prompt; parsing is deepseek_v3's tolerant reader, which

@@ -1,4 +1,4 @@
-"""DeepSeek V3.2 tool calls in DSML markup (`<｜DSML｜function_calls>`), formats.md §3.6.
+"""DeepSeek V3.2 tool calls in DSML markup (`<｜DSML｜function_calls>`).
 
 Owns: the XML-like DSML shape: `<｜DSML｜invoke name="NAME">` children with
 `<｜DSML｜parameter name="KEY" string="true|false">` values, where `true`
@@ -14,15 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import (
-    Block,
-    dumps,
-    find_blocks,
-    section_block,
-    splice,
-    tool_list,
-    valid_name,
-)
+from proxy.formats.blocks import Block, dumps, find_blocks, section_block, splice, tool_list
+from proxy.formats.json_scan import valid_name
 from proxy.formats.jsonish import loads_lenient
 from proxy.types import JSON, ToolDef
 

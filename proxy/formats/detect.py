@@ -1,7 +1,7 @@
 """Recovering calls from a whole reply when the format is not known for sure.
 
-Owns: removing reasoning before calls are searched (formats.md §2
-"Reasoning"), the whole-reply fence wrapper rule (hermes-024), and trying a
+Owns: removing reasoning before calls are searched (a call inside
+reasoning is thinking, not a call), the whole-reply fence wrapper rule (hermes-024), and trying a
 list of formats in order with their markers as a cheap pre-filter. Must not:
 know any particular format's syntax, or look inside a closed `<think>` block.
 """
@@ -121,7 +121,7 @@ def applicable(formats: Sequence[TextFormat], text: str) -> list[TextFormat]:
         for fmt in formats
         if any(marker in text for marker in fmt.markers if marker not in GENERIC_MARKERS)
     ]
-    # Bare JSON / lists / fences only count at a line start (formats.md §5).
+    # Bare JSON / lists / fences only count at a line start: mid-sentence JSON is prose.
     starts = {match.group(1)[:3] for match in _GENERIC_START.finditer(text)}
     generic = [
         fmt

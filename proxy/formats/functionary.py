@@ -1,4 +1,4 @@
-"""Functionary tool calls, formats.md §3.10.
+"""Functionary tool calls.
 
 Owns: v3.1 (`<function=NAME>{json}</function>`, the `<function name="NAME">`
 spelling, and `<|python_tag|>` + raw code for an offered `python` tool) and
@@ -15,16 +15,8 @@ from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
-    decode_arguments,
-    dumps,
-    json_at,
-    past_close,
-    section_block,
-    skip_space,
-    valid_name,
-)
+from proxy.formats.blocks import Block, dumps, section_block
+from proxy.formats.json_scan import decode_arguments, json_at, past_close, skip_space, valid_name
 from proxy.types import JSON
 
 _V31 = re.compile(r"<function(?:=|\s+name\s*=\s*[\"']?)([^\"'>\s]+)[\"']?\s*>")

@@ -1,4 +1,4 @@
-"""GLM-4.5 / 4.6 tool calls (`<tool_call>NAME` + `<arg_key>`/`<arg_value>` pairs), formats.md §3.12.
+"""GLM-4.5 / 4.6 tool calls (`<tool_call>NAME` + `<arg_key>`/`<arg_value>` pairs).
 
 Owns: parsing and rendering GLM's pair markup; values are raw text typed by
 the offered schema (xml_values). Must not: take `<tool_call>{` (Hermes) or
@@ -14,11 +14,8 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
-    skip_space,
-    valid_name,
-)
+from proxy.formats.blocks import Block
+from proxy.formats.json_scan import skip_space, valid_name
 from proxy.formats.qwen3_coder_xml import strip_newlines
 from proxy.formats.xml_values import convert, property_schema, render_value
 from proxy.types import JSON

@@ -1,4 +1,4 @@
-"""gpt-oss (harmony) tool calls written as text, formats.md §3.14.
+"""gpt-oss (harmony) tool calls written as text.
 
 Owns: a `commentary` message addressed ` to=functions.NAME` (before or after
 the channel token, optional `<|constrain|>json`) whose `<|message|>` body is
@@ -15,16 +15,8 @@ from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
-    decode_arguments,
-    dumps,
-    json_at,
-    past_close,
-    section_block,
-    splice,
-    valid_name,
-)
+from proxy.formats.blocks import Block, dumps, section_block, splice
+from proxy.formats.json_scan import decode_arguments, json_at, past_close, valid_name
 from proxy.types import JSON
 
 _START = r"(?:<\|start\|>\s*assistant\s*)?"

@@ -1,4 +1,4 @@
-"""IBM Granite tool calls, formats.md §3.8.
+"""IBM Granite tool calls.
 
 Owns: Granite 3.0 (`<|tool_call|>` + JSON array), 3.1-3.3 (`<tool_call>` +
 array, no close), Granite 4 (`<tool_call>{…}</tool_call>`, arguments often a
@@ -13,7 +13,8 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import Block, calls_from_array, dumps, wrapped_json_block
+from proxy.formats.blocks import Block, dumps
+from proxy.formats.json_scan import call_parts, wrapped_json_block
 from proxy.types import JSON
 
 _WRAPPERS = (("<|tool_call|>", ""), ("<tool_call>", "</tool_call>"), ("<function_call>", ""))
@@ -33,13 +34,13 @@ To call functions, reply with <|tool_call|> followed by a JSON list of objects, 
 
 def _one_object(value: Any) -> list[tuple[ParsedCall, str]] | None:
     # granite-20b-functioncalling writes one object per <function_call>.
-    return calls_from_array(value) if isinstance(value, dict) else None
+    return call_parts(value) if isinstance(value, dict) else None
 
 
 def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     for wrapper in _WRAPPERS:
         if text.startswith(wrapper[0], at):
-            to_parts = _one_object if wrapper[0] == "<function_call>" else calls_from_array
+            to_parts = _one_object if wrapper[0] == "<function_call>" else call_parts
             return wrapped_json_block(text, at, wrapper, tools, to_parts)
     return None
 

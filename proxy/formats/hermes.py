@@ -1,4 +1,4 @@
-"""Hermes / Qwen2.5 / Qwen3 tool calls (`<tool_call>{json}</tool_call>`), formats.md §3.1.
+"""Hermes / Qwen2.5 / Qwen3 tool calls (`<tool_call>{json}</tool_call>`).
 
 Owns: parsing and rendering the Hermes block, its wrapper-tag spellings
 (llama.cpp accepts eight), several objects in one block, a missing close tag
@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import Block, dumps, find_blocks, splice, tool_list
-from proxy.formats.json_block import calls_of, chain_at, decode, generic_at, make_block, skip_space
+from proxy.formats.blocks import Block, dumps, find_blocks, section_block, splice, tool_list
+from proxy.formats.json_scan import call_parts, chain_at, decode, generic_at, skip_space
 from proxy.types import JSON, ToolDef
 
 _TAGS = ("tool_call", "function_call", "tools", "tool", "json", "JSON", "xml", "response")
@@ -50,7 +50,7 @@ def _tag_block(text: str, at: int, tag: str, tools: Mapping[str, JSON]) -> Block
     pos = skip_space(text, end)
     if text.startswith(close, pos):
         end = pos + len(close)
-    return make_block(text, at, end, calls, tools)
+    return section_block(text, at, end, calls, tools)
 
 
 def _closed_fallback(
@@ -61,10 +61,10 @@ def _closed_fallback(
     if end < 0 or not text[body:end].strip().startswith(("{", "[")):
         return None
     decoded = decode(text[body:end].strip())
-    calls = calls_of(decoded, strict_keys=False) if decoded is not None else None
+    calls = call_parts(decoded, strict_keys=False) if decoded is not None else None
     if calls is None:
         return None
-    return make_block(text, at, end + len(close), calls, tools)
+    return section_block(text, at, end + len(close), calls, tools)
 
 
 def hermes_blocks(text: str, tools: Mapping[str, JSON]) -> list[Block]:

@@ -1,4 +1,4 @@
-"""InternLM2 tool calls (`<|action_start|><|plugin|>{json}<|action_end|>`), formats.md §3.14.
+"""InternLM2 tool calls (`<|action_start|><|plugin|>{json}<|action_end|>`).
 
 Owns: the plugin action block holding one `{"name", "parameters"}` object
 (`arguments` accepted too). Unlike vLLM's parser (whose unknown-tool check
@@ -14,7 +14,8 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import Block, calls_from_array, dumps, wrapped_json_block
+from proxy.formats.blocks import Block, dumps
+from proxy.formats.json_scan import call_parts, wrapped_json_block
 from proxy.types import JSON
 
 _OPEN = re.compile(r"<\|action_start\|>\s*<\|plugin\|>")
@@ -31,7 +32,7 @@ To use a plugin, write <|action_start|><|plugin|> followed by a JSON object with
 
 
 def _one_object(value: Any) -> list[tuple[ParsedCall, str]] | None:
-    return calls_from_array(value) if isinstance(value, dict) else None
+    return call_parts(value) if isinstance(value, dict) else None
 
 
 def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:

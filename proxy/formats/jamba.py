@@ -1,4 +1,4 @@
-"""AI21 Jamba tool calls (`<tool_calls>[…]</tool_calls>`), formats.md §3.14.
+"""AI21 Jamba tool calls (`<tool_calls>[…]</tool_calls>`).
 
 Owns: Jamba's tags; the parsing, rendering and prompt are wrapped_json's.
 """

@@ -1,7 +1,7 @@
 """JSON helpers shared by the format parsers and the response checks.
 
 Owns: strict decoding (orjson), the safe repair ladder for JSON-ish model
-output (formats.md §4, the steps that can be named and never guess), and
+output (only the steps that can be named and never guess), and
 finding where a JSON value ends in a longer text. Every function is pure and
 never raises, whatever the input.
 
@@ -155,7 +155,7 @@ def _rewrite(text: str) -> tuple[str, tuple[str, ...]] | None:
             fixes.add("single_quotes")
         elif kind == "dq" and _CONTROL.search(tok):
             # Literal newlines/tabs inside strings (code arguments) are
-            # unambiguous: escape them (formats.md §4 step 2).
+            # unambiguous: escape them.
             tok = _CONTROL.sub(_escape_control, tok)
             fixes.add("control_characters")
         elif kind == "ident" and tok in _PY_LITERALS:
@@ -199,7 +199,7 @@ def _python_string(body: str) -> str | None:
         digits = body[i + 2 : i + 2 + width] if width else ""
         if not width or len(digits) != width or not _is_hex(digits):
             # Python would keep an unknown escape literally; JSON would not:
-            # ambiguous (formats.md §4 step 4), so no repair.
+            # ambiguous, so no repair.
             return None
         point = int(digits, 16)
         if point > 0x10FFFF:

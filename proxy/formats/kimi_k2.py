@@ -1,4 +1,4 @@
-"""Kimi K2 tool calls (`<|tool_calls_section_begin|>` … `functions.NAME:IDX`), formats.md §3.7.
+"""Kimi K2 tool calls (`<|tool_calls_section_begin|>` … `functions.NAME:IDX`).
 
 Owns: Kimi's section/call token markup, tolerant of the singular section
 spelling, ids without the `functions.` prefix, missing end tokens at the end
@@ -16,15 +16,8 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
-    decode_arguments,
-    dumps,
-    section_block,
-    skip_space,
-    splice,
-    valid_name,
-)
+from proxy.formats.blocks import Block, dumps, section_block, splice
+from proxy.formats.json_scan import decode_arguments, skip_space, valid_name
 from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.types import JSON
 

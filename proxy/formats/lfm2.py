@@ -1,4 +1,4 @@
-"""LFM2 tool calls: a call list between `<|tool_call_start|>` and `<|tool_call_end|>`, formats.md §3.5.
+"""LFM2 tool calls: a call list between `<|tool_call_start|>` and `<|tool_call_end|>`.
 
 Owns: the LFM2 sentinels around a pythonic list (the default) or a JSON
 array of `{name, arguments}` (the variant llama.cpp handles); text may follow
@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import Block, calls_from_array, past_close, section_block, skip_space
+from proxy.formats.blocks import Block, section_block
+from proxy.formats.json_scan import call_parts, past_close, skip_space
 from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.formats.pythonic import call_list, render_call
 from proxy.types import JSON
@@ -35,7 +36,7 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     parts = call_list(source)
     if parts is None:
         decoded = loads_lenient(source)
-        parts = calls_from_array(decoded[0]) if decoded is not None else None
+        parts = call_parts(decoded[0]) if decoded is not None else None
     if parts is None:
         return None
     return section_block(text, at, past_close(text, end, _CLOSE), parts, tools)

@@ -1,10 +1,10 @@
-"""Llama 3.x JSON tool calls (`{"name", "parameters"}`), formats.md §3.4.
+"""Llama 3.x JSON tool calls (`{"name", "parameters"}`).
 
 Owns: the reply-is-an-object shape with or without `<|python_tag|>`,
 `;`-separated calls, the `<|eom_id|>` / `<|eot_id|>` end tokens (not prose),
 the built-in `NAME.call(k=v)` form for offered built-ins, and rendering.
 Must not: look for objects in the middle of a sentence, give up on every
-call because one JSON value in prose is not a call (vLLM does, §6), or treat
+call because one JSON value in prose is not a call (vLLM does), or treat
 raw code after the tag as a call unless `code_interpreter` was offered.
 """
 
@@ -16,13 +16,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import Block, dumps, find_blocks, splice, tool_list
-from proxy.formats.json_block import (
+from proxy.formats.blocks import Block, dumps, find_blocks, section_block, splice, tool_list
+from proxy.formats.json_scan import (
     BARE_START_PATTERN,
     chain_at,
     generic_at,
     line_end_after,
-    make_block,
     skip_space,
 )
 from proxy.types import JSON, ToolDef
@@ -76,15 +75,16 @@ def _tag_block(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     else:
         builtin = _builtin(text, start)
         if builtin is not None:
-            calls, end = [builtin[0]], builtin[1]
+            calls, end = [(builtin[0], text[start : builtin[1]])], builtin[1]
         elif "code_interpreter" in tools:
             end = min(
                 [len(text)] + [i for i in (text.find(t, start) for t in _END_TOKENS) if i >= 0]
             )
-            calls = [ParsedCall("code_interpreter", {"code": text[start:end].strip()})]
+            code = text[start:end].strip()
+            calls = [(ParsedCall("code_interpreter", {"code": code}), code)]
         else:
             return None
-    return make_block(text, at, line_end_after(text, end) or end, calls, tools)
+    return section_block(text, at, line_end_after(text, end) or end, calls, tools)
 
 
 def llama_blocks(text: str, tools: Mapping[str, JSON]) -> list[Block]:

@@ -1,4 +1,4 @@
-"""MiniMax-M2 tool calls (`<minimax:tool_call>` + `<invoke name=…>`), formats.md §3.12.
+"""MiniMax-M2 tool calls (`<minimax:tool_call>` + `<invoke name=…>`).
 
 Owns: parsing and rendering MiniMax's invoke/parameter markup; values are raw
 text typed by the offered schema (xml_values). Must not: use an XML parser
@@ -13,14 +13,9 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
-    past_close,
-    section_block,
-    skip_space,
-    valid_name,
-)
+from proxy.formats.blocks import Block, section_block
 from proxy.formats.glm45 import required_present
+from proxy.formats.json_scan import past_close, skip_space, valid_name
 from proxy.formats.qwen3_coder_xml import strip_newlines
 from proxy.formats.xml_values import convert, property_schema, render_value
 from proxy.types import JSON

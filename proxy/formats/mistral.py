@@ -1,4 +1,4 @@
-"""Mistral tool calls after `[TOOL_CALLS]`, formats.md §3.3.
+"""Mistral tool calls after `[TOOL_CALLS]`.
 
 Owns: the three tokenizer generations (pre-v11 JSON array, v11
 `NAME[CALL_ID]ID[ARGS]{json}`, v13 `NAME[ARGS]{json}`), the marker-less
@@ -13,13 +13,13 @@ import re
 from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import Block, dumps, find_blocks, splice, tool_list, valid_name
-from proxy.formats.json_block import (
+from proxy.formats.blocks import Block, dumps, find_blocks, section_block, splice, tool_list
+from proxy.formats.json_scan import (
     BARE_START_PATTERN,
     chain_at,
     generic_at,
-    make_block,
     skip_space,
+    valid_name,
     value_at,
 )
 from proxy.types import JSON, ToolDef
@@ -36,9 +36,9 @@ To call tools, reply with [TOOL_CALLS] followed by a JSON array of objects
 {{"name": <tool name>, "arguments": <object>}} and nothing else."""
 
 
-def _groups(text: str, pos: int) -> tuple[list[ParsedCall], int] | None:
-    """Consecutive NAME[ARGS]{json} groups, each optionally behind another marker."""
-    calls: list[ParsedCall] = []
+def _groups(text: str, pos: int) -> tuple[list[tuple[ParsedCall, str]], int] | None:
+    """Consecutive NAME[ARGS]{json} groups (each with its text), optionally behind a marker."""
+    calls: list[tuple[ParsedCall, str]] = []
     end = pos
     while True:
         at = skip_space(text, end)
@@ -51,7 +51,8 @@ def _groups(text: str, pos: int) -> tuple[list[ParsedCall], int] | None:
         if found is None or not isinstance(found[0], dict):
             # A cut-off group makes the whole run text (fail closed).
             return None
-        calls.append(ParsedCall(group.group(1), dict(found[0])))
+        calls.append((ParsedCall(group.group(1), dict(found[0])),
+                      text[group.start():found[1]].strip()))
         end = found[1]
     return (calls, end) if calls else None
 
@@ -68,7 +69,7 @@ def _marker_block(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None
     for trailer in _TRAILERS:
         if text.startswith(trailer, skip_space(text, end)):
             end = skip_space(text, end) + len(trailer)
-    return make_block(text, at, end, calls, tools)
+    return section_block(text, at, end, calls, tools)
 
 
 def mistral_blocks(text: str, tools: Mapping[str, JSON]) -> list[Block]:

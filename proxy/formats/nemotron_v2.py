@@ -1,4 +1,4 @@
-"""NVIDIA Nemotron Nano v2 tool calls (`<TOOLCALL>[…]</TOOLCALL>`), formats.md §3.14.
+"""NVIDIA Nemotron Nano v2 tool calls (`<TOOLCALL>[…]</TOOLCALL>`).
 
 Owns: Nemotron's tags; the parsing, rendering and prompt are wrapped_json's.
 """

@@ -1,4 +1,4 @@
-"""Phi-4-mini tool calls (`functools[…]`, no closing marker), formats.md §3.9.
+"""Phi-4-mini tool calls (`functools[…]`, no closing marker).
 
 Owns: the `functools` marker followed by a JSON array of `{name, arguments}`
 (Firefunction v2's ` functools[` is the same shape), decoded bracket-aware so
@@ -13,7 +13,8 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import Block, calls_from_array, dumps, wrapped_json_block
+from proxy.formats.blocks import Block, dumps
+from proxy.formats.json_scan import call_parts, wrapped_json_block
 from proxy.types import JSON
 
 _MARKER = "functools"
@@ -26,7 +27,7 @@ To call tools, reply with functools followed by a JSON list of calls, each with 
 
 
 def _array(value: Any) -> list[tuple[ParsedCall, str]] | None:
-    return calls_from_array(value) if isinstance(value, list) else None
+    return call_parts(value) if isinstance(value, list) else None
 
 
 def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:

@@ -1,4 +1,4 @@
-"""Pythonic tool calls (`[get_weather(city="Paris")]`), formats.md §3.5.
+"""Pythonic tool calls (`[get_weather(city="Paris")]`).
 
 Owns: recognising a Python list of keyword-argument calls (bare on its own
 line, in Llama 4's `<|python_start|>` wrapper, or one call after Llama 3's
@@ -17,16 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import (
-    Block,
-    find_blocks,
-    json_int,
-    section_block,
-    skip_space,
-    splice,
-    tool_list,
-    valid_name,
-)
+from proxy.formats.blocks import Block, find_blocks, section_block, splice, tool_list
+from proxy.formats.json_scan import json_int, skip_space, valid_name
 from proxy.formats.jsonish import scan_json_value
 from proxy.types import JSON, ToolDef
 
@@ -65,7 +57,7 @@ def _literal(node: ast.expr) -> Any:
             return json_int(node.value)
         return node.value
     if isinstance(node, ast.Name) and node.id in _WORDS:
-        # JSON words inside a Python call: a harmless repair (formats.md §3.5).
+        # JSON words inside a Python call: a harmless repair.
         return _WORDS[node.id]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = _literal(node.operand)

@@ -1,4 +1,4 @@
-"""Qwen3-Coder XML tool calls (`<function=NAME><parameter=KEY>…`), formats.md §3.2.
+"""Qwen3-Coder XML tool calls (`<function=NAME><parameter=KEY>…`).
 
 Owns: parsing and rendering the Qwen3-Coder / Seed-OSS markup. Values are raw
 text typed by the offered schema (xml_values). Must not: use an XML parser
@@ -14,13 +14,8 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
-    past_close,
-    section_block,
-    skip_space,
-    valid_name,
-)
+from proxy.formats.blocks import Block, section_block
+from proxy.formats.json_scan import past_close, skip_space, valid_name
 from proxy.formats.xml_values import convert, known_key, property_schema, render_value
 from proxy.types import JSON
 

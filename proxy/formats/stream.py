@@ -3,7 +3,7 @@
 Owns: deciding, delta by delta, which text is certainly prose (sent on at
 once) and which might still be a call (held): a possible partial marker at
 the end, a block from a marker or a line-start `{` / `[` / fence until it is
-resolved, formats.md §5. Resolution re-runs the whole-text recovery on the
+resolved. Resolution re-runs the whole-text recovery on the
 held block, so streamed and whole results agree for any split. Must not:
 parse inside reasoning or an answer's fence, or hold prose that cannot start a call.
 """

@@ -1,4 +1,4 @@
-"""A JSON list of `{name, arguments}` between an open and a close tag, formats.md §3.14.
+"""A JSON list of `{name, arguments}` between an open and a close tag.
 
 Owns: the shape Jamba (`<tool_calls>`) and Nemotron Nano v2 (`<TOOLCALL>`)
 share, differing only in their tags: parsing (the close tag may be missing at
@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import Block, dumps, wrapped_json_block
+from proxy.formats.blocks import Block, dumps
+from proxy.formats.json_scan import wrapped_json_block
 from proxy.types import JSON
 
 _INSTRUCTIONS = """\

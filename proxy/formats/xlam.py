@@ -1,4 +1,4 @@
-"""xLAM tool calls: the reply is a JSON array of `{name, arguments}`, formats.md §3.11.
+"""xLAM tool calls: the reply is a JSON array of `{name, arguments}`.
 
 Owns: finding that array (or a single call object) where vLLM's xlam parser
 looks: on its own line (the whole reply, or a line after prose), after
@@ -14,15 +14,8 @@ from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import (
-    Block,
-    calls_from_array,
-    dumps,
-    json_at,
-    section_block,
-    skip_space,
-    wrapped_json_block,
-)
+from proxy.formats.blocks import Block, dumps, section_block
+from proxy.formats.json_scan import call_parts, json_at, skip_space, wrapped_json_block
 from proxy.types import JSON
 
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*(?:json)?[ \t]*\n", re.IGNORECASE)
@@ -50,7 +43,7 @@ When you call tools, reply with only a JSON array of calls, each an object with 
 def _fenced(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     fence = _FENCE.match(text, at)
     found = json_at(text, fence.end()) if fence else None
-    parts = calls_from_array(found[0]) if found else None
+    parts = call_parts(found[0]) if found else None
     if fence is None or found is None or parts is None:
         return None
     end = skip_space(text, found[1])
@@ -73,7 +66,7 @@ def _whole_fence(text: str, at: int) -> Block | None:
 
 def _bare(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     found = json_at(text, at)
-    parts = calls_from_array(found[0]) if found else None
+    parts = call_parts(found[0]) if found else None
     rest = _LINE_REST.match(text, found[1]) if found else None
     if found is None or parts is None or rest is None:
         return None  # JSON inside a line of prose is never a call

@@ -14,7 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from proxy.formats.blocks import dumps, json_int
+from proxy.formats.blocks import dumps
+from proxy.formats.json_scan import json_int
 from proxy.formats.jsonish import loads_lenient
 from proxy.types import JSON
 

@@ -8,16 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from proxy.formats.base import ParsedCall
-from proxy.formats.blocks import (
-    Block,
-    call_from_object,
-    find_blocks,
-    json_at,
-    past_close,
-    protected_spans,
-    section_block,
-    splice,
-)
+from proxy.formats.blocks import Block, find_blocks, protected_spans, section_block, splice
+from proxy.formats.json_scan import call_from_object, json_at, past_close
 
 _CALL = "<c>"
 

@@ -205,7 +205,7 @@ def test_every_format_module_is_registered() -> None:
     modules = {
         path.stem
         for path in Path(package.__file__).parent.glob("*.py")
-        if "FORMAT =" in path.read_text()
+        if "\nFORMAT = " in path.read_text()
     }
     assert modules <= set(FORMATS)
     assert {fmt.name for fmt in format_order(None)} == set(FORMATS)

@@ -13,18 +13,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from proxy.formats import get_format
+from proxy.formats import DEFAULT_EMULATE_FORMAT, get_format
 from proxy.formats.base import ParsedCall, TextFormat
-from proxy.transforms.request.off import (
-    Call,
-    has_tool_traffic,
-    rewrite_tool_turns,
-    strip_tool_fields,
-)
+from proxy.transforms.request.history import Call, rewrite_tool_turns
+from proxy.transforms.request.off import has_tool_traffic, strip_tool_fields
 from proxy.transforms.request.system import add_system_text
 from proxy.types import ChatRequest, Observation, Plan, Profile, ToolDef
-
-DEFAULT_FORMAT = "hermes"
 
 
 def _arguments(text: str) -> dict[str, Any]:
@@ -92,5 +86,5 @@ def emulate_tools(
     """In `emulate` mode: tools as text in profile.tool_format (default hermes)."""
     if plan.tools != "emulate":
         return request, []
-    fmt = get_format(profile.tool_format or DEFAULT_FORMAT)
+    fmt = get_format(profile.tool_format or DEFAULT_EMULATE_FORMAT)
     return emulate_with(request, fmt), []

@@ -11,7 +11,8 @@ from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from proxy.types import ChatRequest, Message, Observation, Plan, Profile, ToolDef
+from proxy.transforms.request.history import called_names
+from proxy.types import ChatRequest, Observation, Plan, Profile, ToolDef
 
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
 """Request fields that only make sense while tools are sent."""
@@ -25,22 +26,6 @@ def tool_name(tool: ToolDef) -> str:
         if isinstance(name, str):
             return name
     return ""
-
-
-def called_names(messages: Iterable[Message]) -> list[str]:
-    """Function names the conversation already called, first call first."""
-    names: list[str] = []
-    for message in messages:
-        if not isinstance(message, dict) or message.get("role") != "assistant":
-            continue
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict) and isinstance(function.get("name"), str):
-                names.append(function["name"])
-        legacy = message.get("function_call")
-        if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
-            names.append(legacy["name"])
-    return names
 
 
 def _matches(name: str, patterns: Iterable[str]) -> bool:

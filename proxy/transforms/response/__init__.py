@@ -10,29 +10,24 @@ Each stage is sans-IO: `feed(chunk) -> chunks`, `flush() -> chunks`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
+from proxy.formats import DEFAULT_EMULATE_FORMAT
 from proxy.formats.base import tool_schemas
-from proxy.transforms.response.assembly import CallAssembly
+from proxy.transforms.response.assembly import CallAssembly, CallCounts
 from proxy.transforms.response.checks import SchemaCache
 from proxy.transforms.response.textcalls import TextCallRecovery
 from proxy.transforms.response.thinking import ThinkingSplit
-from proxy.types import Chunk, Observation, Plan, Profile, ToolDef
-
-
-class Stage(Protocol):
-    observations: list[Observation]
-
-    def feed(self, chunk: Chunk) -> list[Chunk]: ...
-
-    def flush(self) -> list[Chunk]: ...
+from proxy.types import Chunk, Observation, Plan, Profile, Stage, ToolDef
 
 
 class ResponsePipeline:
     """Feeds each chunk through the stages in order; flush cascades."""
 
-    def __init__(self, stages: Sequence[Stage]) -> None:
-        self.stages = list(stages)
+    def __init__(self, stages: Sequence[Stage], assembly: CallAssembly) -> None:
+        self.stages = [*stages, assembly]
+        self.assembly = assembly
+        """the last stage, whose call counts the flow reports."""
 
     def feed(self, chunk: Chunk) -> list[Chunk]:
         out = [chunk]
@@ -59,11 +54,8 @@ class ResponsePipeline:
     def observations(self) -> list[Observation]:
         return [obs for stage in self.stages for obs in stage.observations]
 
-    def summary(self) -> dict[str, Any]:
-        for stage in self.stages:
-            if isinstance(stage, CallAssembly):
-                return stage.summary()
-        return {}
+    def call_counts(self) -> CallCounts:
+        return self.assembly.counts()
 
 
 def build_pipeline(
@@ -81,8 +73,9 @@ def build_pipeline(
     if offered and recover:
         # The model saw (and writes) upstream names; assembly reverses the rename.
         upstream_offered: Mapping[str, Any] = {forward.get(n, n): s for n, s in offered.items()}
-        preferred = profile.tool_format or ("hermes" if plan.tools == "emulate" else None)
+        default = DEFAULT_EMULATE_FORMAT if plan.tools == "emulate" else None
+        preferred = profile.tool_format or default
         stages.append(TextCallRecovery(upstream_offered, preferred, profile.model, id_factory))
-    stages.append(CallAssembly(offered, profile.invalid_tool_calls, reverse,
-                               parallel_tool_calls, schema_cache, id_factory))
-    return ResponsePipeline(stages)
+    assembly = CallAssembly(offered, profile.invalid_tool_calls, reverse,
+                            parallel_tool_calls, schema_cache, id_factory)
+    return ResponsePipeline(stages, assembly)

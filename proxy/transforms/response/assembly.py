@@ -20,9 +20,28 @@ import orjson
 
 from proxy.formats.jsonish import loads_object, scan_json_value
 from proxy.transforms.response.checks import SchemaCache, check_call
-from proxy.types import JSON, Chunk, InvalidPolicy, Observation
+from proxy.types import JSON, Chunk, InvalidPolicy, Observation, ObservationKind
 
 _CUT_OFF = ("length",)
+
+
+@dataclass(frozen=True)
+class CallCounts:
+    """What assembly did with the calls of one answer (`x_toolshim` on the wire)."""
+
+    kept: int = 0
+    dropped: int = 0
+    repaired: int = 0
+    kept_invalid: int = 0
+    dropped_calls: tuple[tuple[str, str], ...] = ()
+    """(name, reason) of each dropped call."""
+
+    def as_wire(self) -> JSON:
+        out: JSON = {"kept": self.kept, "dropped": self.dropped, "repaired": self.repaired,
+                     "kept_invalid": self.kept_invalid}
+        if self.dropped_calls:
+            out["dropped_calls"] = [{"name": n, "reason": r} for n, r in self.dropped_calls]
+        return out
 
 
 @dataclass
@@ -65,11 +84,10 @@ class CallAssembly:
         self._dropped: list[dict[str, str]] = []
         self.observations: list[Observation] = []
 
-    def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = dict(self._counts)
-        if self._dropped:
-            out["dropped_calls"] = list(self._dropped)
-        return out
+    def counts(self) -> CallCounts:
+        c = self._counts
+        return CallCounts(c["kept"], c["dropped"], c["repaired"], c["kept_invalid"],
+                          tuple((d["name"], d["reason"]) for d in self._dropped))
 
     def feed(self, chunk: Chunk) -> list[Chunk]:
         choices = chunk.get("choices")
@@ -126,7 +144,7 @@ class CallAssembly:
 
     def _annotate(self, finish_chunk: Chunk) -> Chunk:
         if self._counts["dropped"] or self._counts["repaired"]:
-            return {**finish_chunk, "x_toolshim": self.summary()}
+            return {**finish_chunk, "x_toolshim": self.counts().as_wire()}
         return finish_chunk
 
     def _absorb(self, tool_deltas: Any, chunk: Chunk) -> list[Chunk]:
@@ -207,7 +225,7 @@ class CallAssembly:
         self._dropped.append({"name": name, "reason": reason})
         self._observe("call_dropped", {"name": name, "reason": reason})
 
-    def _observe(self, kind: str, detail: dict[str, Any]) -> None:
+    def _observe(self, kind: ObservationKind, detail: dict[str, Any]) -> None:
         model = self._last.get("model") if self._last is not None else None
         self.observations.append(Observation(str(model or ""), kind, detail))
 

@@ -1,7 +1,7 @@
 """Conversion between a non-stream chat.completion and chunks.
 
 Owns: the two directions that let non-streaming responses run through the
-same streaming stages ("one implementation, two drivers", STYLE.md §4):
+same streaming stages (one implementation, two drivers: they cannot drift):
 `completion_to_chunks`, then the stages fed and flushed, then
 `chunks_to_completion`, which merges deltas the way the OpenAI SDK does.
 
@@ -12,25 +12,19 @@ do I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
-from proxy.types import JSON, Chunk
+from proxy.types import JSON, Chunk, Stage
 
 _CHOICE_KEYS = ("index", "message", "delta", "finish_reason")
 
 
-class ChunkStage(Protocol):
-    def feed(self, chunk: Chunk) -> list[Chunk]: ...
-
-    def flush(self) -> list[Chunk]: ...
-
-
-def run_completion(completion: JSON, stage: ChunkStage) -> JSON:
+def run_completion(completion: JSON, stage: Stage) -> JSON:
     """A non-stream completion through a streaming stage (or pipeline)."""
     return chunks_to_completion(completion_through(completion, stage), completion)
 
 
-def completion_through(completion: JSON, stage: ChunkStage) -> list[Chunk]:
+def completion_through(completion: JSON, stage: Stage) -> list[Chunk]:
     """The completion as chunks, fed through the stage and flushed."""
     out: list[Chunk] = []
     for chunk in completion_to_chunks(completion):

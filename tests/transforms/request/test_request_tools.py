@@ -9,7 +9,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.transforms.request.tools import called_names, select_tools
+from proxy.transforms.request.history import called_names
+from proxy.transforms.request.tools import select_tools
 from proxy.types import Observation, Plan, Profile
 
 NATIVE = Plan(tools="native")

@@ -124,7 +124,7 @@ def test_ollama_current_single_call_passes_unchanged() -> None:
     assert out[1] == ollama({"tool_calls": [ollama_call("get_weather", '{"city":"Tokyo"}')]})
     assert out[2:] == chunks[1:]
     assert stage.observations == []
-    assert stage.summary() == {"kept": 1, "dropped": 0, "repaired": 0, "kept_invalid": 0}
+    assert stage.counts().as_wire() == {"kept": 1, "dropped": 0, "repaired": 0, "kept_invalid": 0}
 
 
 def test_ollama_several_calls_all_index_zero_in_one_chunk() -> None:
@@ -344,7 +344,7 @@ def test_keep_policy_passes_invalid_without_annotation() -> None:
     out = run(stage, [ollama({"tool_calls": [ollama_call("rm_rf", "{bad")]}), ollama({}, "stop")])
     assert calls_of(out) == [{"id": "call_k3x9a0qz", "name": "rm_rf", "arguments": "{bad"}]
     assert "x_toolshim" not in finish_of(out)[1]
-    assert stage.summary()["kept_invalid"] == 1
+    assert stage.counts().as_wire()["kept_invalid"] == 1
 
 
 def test_rename_is_reversed() -> None:
@@ -374,7 +374,7 @@ def test_parallel_false_keeps_only_the_first_surviving_call() -> None:
         ],
     )
     assert [c["id"] for c in calls_of(out)] == ["c1"]
-    assert [d["reason"] for d in stage.summary()["dropped_calls"]] == [
+    assert [d["reason"] for d in stage.counts().as_wire()["dropped_calls"]] == [
         "unknown_tool",
         "parallel_tool_calls=false",
     ]
@@ -441,7 +441,7 @@ def test_stream_without_finish_flushes_and_synthesizes(arguments: str) -> None:
         "model": "Qwen/Qwen3-8B",
         "created": T,
     }
-    assert stage.summary()["dropped_calls"] == [{"name": "get_weather", "reason": "truncated"}]
+    assert stage.counts().as_wire()["dropped_calls"] == [{"name": "get_weather", "reason": "truncated"}]
     assert stage.flush() == []
 
 
@@ -522,7 +522,7 @@ def test_empty_fragment_after_a_whole_call_is_ignored() -> None:
         ],
     )
     assert calls_of(out) == [{"id": "c1", "name": "get_time", "arguments": "{}"}]
-    assert stage.summary()["dropped"] == 0
+    assert stage.counts().as_wire()["dropped"] == 0
 
 
 def test_a_new_id_without_a_name_does_not_split_a_call() -> None:

@@ -1,0 +1,196 @@
+"""The I/O driver: one upstream call read through a translator, and the run around it.
+
+Owns: `UpstreamCall` (the open response and the limiter slot it holds,
+released once by `aclose()`), `Turn` (one upstream turn's answer as batches of
+chunks, from `proxy.flow.translate`), and `ChatRun` (what the client-facing
+route holds: headers known before the first byte, the chunks, and the
+accounting at `aclose()`: call counts, observations, telemetry, the request's
+status). Everything that decides what the chunks say lives in the translator
+and the response stages; this module only loops, feeds, yields and closes.
+
+Must not: know the client's wire format (SSE or JSON: the routes encode), or
+decide retries (chat.send_with_retry drives the pure policy in retry.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import anyio
+import httpx
+import orjson
+
+from proxy.console.tap import Tap
+from proxy.errors import ApiError
+from proxy.exchange import Exchange, toolshim_headers
+from proxy.flow.translate import ChunkOut, CompletionTranslator, SseTranslator, Translator
+from proxy.limits import Limiter
+from proxy.transforms.response import ResponsePipeline
+from proxy.transforms.response.assembly import CallCounts
+from proxy.types import Chunk
+from proxy.upstream import Upstream, iter_bytes
+
+
+class UpstreamCall:
+    """One upstream call: its response and its limiter slot. `aclose()` is safe twice."""
+
+    def __init__(self, limiter: Limiter, upstream: Upstream) -> None:
+        self.limiter = limiter
+        self.upstream = upstream
+        self.response: httpx.Response | None = None
+        self.closed = False
+
+    @classmethod
+    async def open(cls, limiter: Limiter, upstream: Upstream) -> UpstreamCall:
+        """Wait for a slot on the upstream; the caller must `aclose()` the call."""
+        await limiter.acquire(upstream.root)
+        return cls(limiter, upstream)
+
+    async def aclose(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if self.response is not None:
+                await self.response.aclose()
+        finally:
+            await self.limiter.release(self.upstream.root)
+
+
+class Turn:
+    """One upstream turn: the call's answer, translated, as batches of chunks.
+
+    `decode=False` lets an SSE answer take the translator's fast path.
+    `own_s` is the proxy's own time on the turn (translating), so the rest of
+    the wall time can be counted as the upstream's.
+    """
+
+    def __init__(self, call: UpstreamCall, pipeline: ResponsePipeline, *, decode: bool,
+                 tap: Tap | None = None) -> None:
+        self.call = call
+        self.pipeline = pipeline
+        self.decode = decode
+        self.tap = tap
+        """the console's view of the raw answer (a bench capture), when asked for."""
+        self.own_s = 0.0
+
+    def _translator(self, response: httpx.Response) -> Translator:
+        if "event-stream" in response.headers.get("content-type", ""):
+            return SseTranslator(self.pipeline, decode=self.decode)
+        # A non-stream answer, or a backend that ignored stream=true: the same chunks.
+        return CompletionTranslator(self.pipeline)
+
+    async def batches(self) -> AsyncIterator[list[ChunkOut]]:
+        """Chunks as they arrive (one batch per upstream piece); raises the ending's ApiError.
+
+        Everything received before a failure is yielded before it is raised.
+        """
+        response = self.call.response
+        assert response is not None, "a turn reads a call that was sent"
+        translator = self._translator(response)
+        try:
+            async for piece in iter_bytes(response, self.call.upstream.root):
+                if self.tap is not None:
+                    self.tap.piece(piece)
+                t0 = time.perf_counter()
+                out = translator.feed(piece)
+                self.own_s += time.perf_counter() - t0
+                if out:
+                    yield out
+                if translator.finished:
+                    break
+        except ApiError as exc:  # the transport broke (reset, timeout)
+            tail = translator.fail(exc)
+        else:
+            t0 = time.perf_counter()
+            tail = [] if translator.finished else translator.end()
+            self.own_s += time.perf_counter() - t0
+        if tail:
+            yield tail
+        if translator.failure is not None:
+            raise translator.failure
+
+    async def aclose(self) -> None:
+        await self.call.aclose()
+
+
+@dataclass
+class RunSummary:
+    """How a run ended, known after `ChatRun.aclose()`."""
+
+    status: int
+    error: str | None
+    calls: CallCounts = field(default_factory=CallCounts)
+
+
+class ChatRun:
+    """A chat request's answer, independent of the client's wire format.
+
+    `headers()` before the first byte; then `chunks()` (dicts) or `batches()`
+    (dicts or raw JSON bytes, for encoders that can copy bytes); a failure is
+    raised as ApiError after every chunk received before it. `aclose()` closes
+    the upstream call and accounts the request, once, whoever calls first.
+    """
+
+    def __init__(self, ex: Exchange, turn: Turn) -> None:
+        self.ex = ex
+        self.turn = turn
+        self.summary: RunSummary | None = None
+        self._status: int | None = None
+        self._error: str | None = None
+        self._own_before = ex.overhead_ms() / 1000
+        if ex.record.stream:
+            ex.svc.telemetry.stream_opened()
+
+    def headers(self) -> dict[str, str]:
+        """The x-request-id / x-toolshim-* headers known before the first byte."""
+        return toolshim_headers(self.ex)
+
+    async def batches(self) -> AsyncIterator[list[ChunkOut]]:
+        try:
+            async for batch in self.turn.batches():
+                if self.ex.record.ttft_ms is None and self.ex.record.stream:
+                    self.ex.record.ttft_ms = round(
+                        (time.perf_counter() - self.ex.started) * 1000, 3)
+                yield batch
+            self._status = 200
+        except ApiError as exc:
+            self._status, self._error = exc.status, exc.message
+            raise
+        except Exception:
+            self._status, self._error = 500, "internal error in toolshim"
+            raise
+
+    async def chunks(self) -> AsyncIterator[Chunk]:
+        async for batch in self.batches():
+            for item in batch:
+                yield orjson.loads(item) if isinstance(item, bytes) else item
+
+    async def aclose(self) -> None:
+        if self.summary is not None:
+            return
+        ex = self.ex
+        status = self._status if self._status is not None else 499
+        left = "client closed the stream" if ex.record.stream else "client closed the connection"
+        error = self._error if self._status is not None else left
+        self.summary = RunSummary(status, error, self.turn.pipeline.call_counts())
+        try:
+            with anyio.CancelScope(shield=True):
+                await self.turn.aclose()
+        finally:
+            ex.upstream_s = time.perf_counter() - ex.started - self._own_before - self.turn.own_s
+            _account(ex, self.summary, self.turn.pipeline)
+            if ex.record.stream:
+                ex.svc.telemetry.stream_closed()
+            ex.finish(status, error)
+
+
+def _account(ex: Exchange, summary: RunSummary, pipeline: ResponsePipeline) -> None:
+    ex.record.calls_kept = summary.calls.kept
+    ex.record.calls_dropped = summary.calls.dropped
+    ex.record.calls_repaired = summary.calls.repaired
+    ex.record.calls_recovered = sum(int(o.detail.get("count", 0)) for o in pipeline.observations
+                                    if o.kind == "text_calls_recovered")
+    ex.observations.extend(pipeline.observations)

@@ -1,0 +1,255 @@
+"""Upstream answer bytes -> chat chunks, sans-IO: `feed(bytes)`, `end()`, `fail(error)`.
+
+Owns: decoding one upstream answer (an SSE stream, or a whole JSON completion
+from a backend that ignored `stream`), checking each chunk's shape, running
+the response stages, and how the answer ends: normally, or with exactly one
+`failure` after everything already received has been handed out. A broken
+answer never gets a made-up finish: finish reasons the stages would add at
+their flush are removed, so the client sees the content and then the error.
+
+Out come chunks: a dict, or, on the fast path, the chunk's JSON `bytes`
+exactly as the upstream sent them (never decoded, see `_relay_as_is`).
+
+Must not: do I/O, know the client's wire format (SSE framing, JSON
+assembly and error frames belong to the route), or read settings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import orjson
+
+from proxy.api.hostile import depth_exceeds
+from proxy.errors import ApiError
+from proxy.sse import SseDecoder, SseEvent
+from proxy.transforms.response import ResponsePipeline
+from proxy.transforms.response.completion import completion_to_chunks
+from proxy.types import Chunk
+
+ChunkOut = Chunk | bytes
+"""A chunk as a dict, or (fast path) its upstream JSON bytes, unparsed."""
+
+MAX_EVENT_BYTES = 8 * 1024 * 1024
+"""One SSE event, or a whole JSON answer, larger than this ends the answer."""
+
+
+class Translator(Protocol):
+    """What the driver needs from a translator."""
+
+    finished: bool
+    failure: ApiError | None
+
+    def feed(self, data: bytes) -> list[ChunkOut]: ...
+
+    def end(self) -> list[ChunkOut]: ...
+
+    def fail(self, error: ApiError) -> list[ChunkOut]: ...
+
+
+def invalid(message: str) -> ApiError:
+    return ApiError(502, message, code="upstream_invalid")
+
+
+class _Ending:
+    """The ending both translators share: flush the stages once, honestly."""
+
+    def __init__(self, pipeline: ResponsePipeline) -> None:
+        self.pipeline = pipeline
+        self.finished = False
+        self.failure: ApiError | None = None
+
+    def fail(self, error: ApiError) -> list[ChunkOut]:
+        """The answer broke: what the stages hold, without a finish, then `failure`."""
+        if self.finished:
+            return []
+        self.finished, self.failure = True, error
+        return [c for c in (_unfinished(c) for c in self.pipeline.flush()) if c is not None]
+
+    def _close(self) -> list[ChunkOut]:
+        self.finished = True
+        return list(self.pipeline.flush())
+
+
+class SseTranslator(_Ending):
+    """An upstream SSE chat stream -> chunks.
+
+    `decode=False` starts on the fast path: a `data:` event that looks like
+    a plain JSON chunk (starts `{"`, ends `}`, no `tool_calls`, no
+    `error`) is handed out as bytes; the first one that does not switches
+    to decoding for the rest of the stream.
+    """
+
+    def __init__(self, pipeline: ResponsePipeline, *, decode: bool,
+                 max_event_bytes: int = MAX_EVENT_BYTES) -> None:
+        super().__init__(pipeline)
+        self.decode = decode
+        self.max_event_bytes = max_event_bytes
+        self.saw_finish = False
+        self._decoder = SseDecoder()
+        self._unframed = 0
+        """bytes fed since the last whole event: an event too large ends the stream."""
+
+    def feed(self, data: bytes) -> list[ChunkOut]:
+        if self.finished:
+            return []
+        events = self._decoder.feed(data)
+        # What follows the last line break is the start of the next event.
+        self._unframed = (len(data) - data.rfind(b"\n") - 1) if events \
+            else self._unframed + len(data)
+        out = self._take(events)
+        if not self.finished and self._unframed > self.max_event_bytes:
+            out.extend(self.fail(invalid(
+                f"upstream sent an event larger than {self.max_event_bytes} bytes")))
+        return out
+
+    def end(self) -> list[ChunkOut]:
+        """The upstream closed the stream: flush, or fail if it never finished."""
+        if self.finished:
+            return []
+        out = self._take(self._decoder.flush())
+        if self.finished:
+            return out
+        if not self.saw_finish:
+            return out + self.fail(ApiError(502, "upstream closed the stream before it finished",
+                                            code="upstream_incomplete"))
+        return out + self._close()
+
+    def _take(self, events: list[SseEvent]) -> list[ChunkOut]:
+        out: list[ChunkOut] = []
+        for event in events:
+            if self.finished:
+                break
+            data = event.data
+            if not self.decode and _relay_as_is(data):
+                # The fast path, inline: this loop runs once per upstream event.
+                if not self.saw_finish and (b'"finish_reason":"' in data
+                                            or b'"finish_reason": "' in data):
+                    self.saw_finish = True
+                out.append(data)
+            elif event.is_done:
+                out.extend(self._close())
+            else:
+                out.extend(self._decoded(data))
+        return out
+
+    def _decoded(self, data: bytes) -> list[ChunkOut]:
+        """An event through JSON decoding and the stages; from here on, every event."""
+        self.decode = True
+        try:
+            chunk = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            chunk = None
+        if not isinstance(chunk, dict):
+            return self.fail(invalid("upstream sent data that is not a JSON chunk"))
+        if "error" in chunk:
+            return self.fail(_backend_error(chunk["error"]))
+        problem = chunk_problem(chunk)
+        if problem:
+            return self.fail(invalid(f"upstream sent an invalid chunk: {problem}"))
+        if any(choice.get("finish_reason") for choice in chunk["choices"]):
+            self.saw_finish = True
+        return list(self.pipeline.feed(chunk))
+
+
+class CompletionTranslator(_Ending):
+    """A whole upstream chat.completion (JSON) -> the chunks it stands for."""
+
+    def __init__(self, pipeline: ResponsePipeline, *,
+                 max_bytes: int = MAX_EVENT_BYTES * 8) -> None:
+        super().__init__(pipeline)
+        self.max_bytes = max_bytes
+        self._parts: list[bytes] = []
+        self._size = 0
+
+    def feed(self, data: bytes) -> list[ChunkOut]:
+        if self.finished:
+            return []
+        self._size += len(data)
+        if self._size > self.max_bytes:
+            self._parts = []
+            return self.fail(invalid("upstream answer is too large"))
+        self._parts.append(data)
+        return []
+
+    def end(self) -> list[ChunkOut]:
+        if self.finished:
+            return []
+        raw, self._parts = b"".join(self._parts), []
+        try:
+            completion = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            completion = None
+        if not isinstance(completion, dict) or completion_problem(completion):
+            return self.fail(invalid("upstream sent an answer that is not a chat completion"))
+        out: list[ChunkOut] = []
+        for chunk in completion_to_chunks(completion):
+            out.extend(self.pipeline.feed(chunk))
+        return out + self._close()
+
+
+def _relay_as_is(data: bytes) -> bool:
+    """The fast path's cheap check: shaped like a JSON object, nothing for the stages.
+
+    Byte tests at both ends catch a non-JSON `data:` line (HTML, plain text,
+    a cut object) without decoding anything that passes; decoding every chunk
+    would cost the fast path most of its advantage. A line that opens like an
+    object and closes like one is relayed unread.
+    """
+    return (data[:2] == b'{"' and data[-1:] == b"}" and b'"tool_calls"' not in data
+            and b'"error"' not in data)
+
+
+def chunk_problem(chunk: dict[str, Any]) -> str | None:
+    """Why a decoded chunk is not a chat.completion.chunk the stages can read, or None."""
+    choices = chunk.get("choices")
+    if not isinstance(choices, list):
+        return "choices is not a list"
+    for choice in choices:
+        if not isinstance(choice, dict):
+            return "a choice is not an object"
+        delta = choice.get("delta")
+        if delta is not None and not isinstance(delta, dict):
+            return "delta is not an object"
+        calls = (delta or {}).get("tool_calls")
+        if calls is not None and not (isinstance(calls, list)
+                                      and all(isinstance(c, dict) for c in calls)):
+            return "tool_calls is not a list of objects"
+    return None
+
+
+def completion_problem(completion: dict[str, Any]) -> str | None:
+    """Why a decoded body is not a chat.completion the stages can read, or None."""
+    if depth_exceeds(completion, 200):  # orjson.dumps stops at 254 levels
+        return "nested too deeply"
+    choices = completion.get("choices")
+    if not isinstance(choices, list):
+        return "choices is not a list"
+    for choice in choices:
+        if not isinstance(choice, dict):
+            return "a choice is not an object"
+        message = choice.get("message")
+        if message is not None and not isinstance(message, dict):
+            return "message is not an object"
+        calls = (message or {}).get("tool_calls")
+        if calls is not None and not (isinstance(calls, list)
+                                      and all(isinstance(c, dict) for c in calls)):
+            return "tool_calls is not a list of objects"
+    return None
+
+
+def _backend_error(err: Any) -> ApiError:
+    """A backend's own mid-stream error event (vLLM, Ollama): its message, passed on."""
+    message = err.get("message") if isinstance(err, dict) else err
+    return ApiError(500, str(message))
+
+
+def _unfinished(chunk: Chunk) -> Chunk | None:
+    """The chunk without finish reasons; None if nothing else is left in it."""
+    choices = chunk.get("choices") or []
+    if not any(c.get("finish_reason") for c in choices):
+        return chunk
+    kept = [{**c, "finish_reason": None} for c in choices if c.get("delta")]
+    if not kept and chunk.get("usage") is None:
+        return None
+    return {k: v for k, v in chunk.items() if k != "x_toolshim"} | {"choices": kept}

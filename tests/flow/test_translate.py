@@ -1,0 +1,254 @@
+"""The sans-IO translator on its own: upstream bytes in, chunks and one ending out."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxy.errors import ApiError
+from proxy.flow.translate import (
+    ChunkOut,
+    CompletionTranslator,
+    SseTranslator,
+    Translator,
+    completion_problem,
+)
+from proxy.transforms.response import ResponsePipeline, build_pipeline
+from proxy.transforms.response.checks import SchemaCache
+from proxy.types import Chunk, Plan, Profile
+
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}}, "required": ["city"]}}}
+BASE = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": 1755000000,
+        "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
+
+
+def pipeline(tools: bool = False) -> ResponsePipeline:
+    ids = (f"call_gen{i:020d}" for i in itertools.count())
+    return build_pipeline(client_tools=[WEATHER_TOOL] if tools else [],
+                          profile=Profile(model="qwen3:8b"), plan=Plan(),
+                          parallel_tool_calls=None, schema_cache=SchemaCache(),
+                          id_factory=lambda: next(ids))
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {**BASE, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def frame(obj: Any) -> bytes:
+    return b"data: " + (obj if isinstance(obj, bytes) else orjson.dumps(obj)) + b"\n\n"
+
+
+def answer(*pieces: str, call: bool = False, finish: bool = True, done: bool = True) -> bytes:
+    """An Ollama /v1 stream (role on the first delta, finish chunk, [DONE])."""
+    out = [frame(chunk({"role": "assistant", "content": pieces[0]}))]
+    out += [frame(chunk({"content": p})) for p in pieces[1:]]
+    if call:
+        out.append(frame(chunk({"content": "", "tool_calls": [{
+            "id": "call_k3x9a0qz", "index": 0, "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]})))
+    if finish:
+        out.append(frame(chunk({}, "tool_calls" if call else "stop")))
+    if done:
+        out.append(b"data: [DONE]\n\n")
+    return b"".join(out)
+
+
+def decoded(items: list[ChunkOut]) -> list[Chunk]:
+    return [orjson.loads(i) if isinstance(i, bytes) else i for i in items]
+
+
+def run(translator: Translator, pieces: list[bytes]) -> tuple[list[Chunk], ApiError | None]:
+    """Drive it like proxy.flow.run.Turn: feed until finished, then end."""
+    out: list[ChunkOut] = []
+    for piece in pieces:
+        out += translator.feed(piece)
+        if translator.finished:
+            break
+    else:
+        out += translator.end()
+    return decoded(out), translator.failure
+
+
+def text(chunks: list[Chunk]) -> str:
+    return "".join(c["choices"][0]["delta"].get("content") or ""
+                   for c in chunks if c.get("choices"))
+
+
+def finishes(chunks: list[Chunk]) -> list[str]:
+    return [ch["finish_reason"] for c in chunks for ch in c.get("choices") or []
+            if ch.get("finish_reason")]
+
+
+@pytest.mark.parametrize("decode", [False, True])
+def test_a_whole_stream_passes(decode: bool) -> None:
+    chunks, failure = run(SseTranslator(pipeline(), decode=decode), [answer("Hel", "lo")])
+    assert failure is None
+    assert text(chunks) == "Hello" and finishes(chunks) == ["stop"]
+
+
+def test_fast_path_hands_out_the_upstream_bytes_unchanged() -> None:
+    event = orjson.dumps(chunk({"role": "assistant", "content": "hi"}))
+    out = SseTranslator(pipeline(), decode=False).feed(frame(event))
+    assert out == [event]
+
+
+def test_a_tool_call_switches_the_fast_path_to_the_stages() -> None:
+    translator = SseTranslator(pipeline(tools=True), decode=False)
+    chunks, failure = run(translator, [answer("Let me look.", call=True)])
+    assert failure is None and translator.decode
+    calls = [c for c in chunks if c["choices"] and c["choices"][0]["delta"].get("tool_calls")]
+    assert [c["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] for c in calls] == [
+        "get_weather"]
+    assert finishes(chunks) == ["tool_calls"]
+
+
+@pytest.mark.parametrize("decode", [False, True])
+@pytest.mark.parametrize("garbage", [b"<html>oops</html>", b'{"choices": [', b"oops}"])
+def test_data_that_is_not_json_ends_with_a_failure_after_what_came_before(
+        decode: bool, garbage: bytes) -> None:
+    stream = answer("one", finish=False, done=False) + frame(garbage) + answer("never")
+    chunks, failure = run(SseTranslator(pipeline(), decode=decode), [stream])
+    assert failure is not None and failure.status == 502 and failure.code == "upstream_invalid"
+    assert text(chunks) == "one" and finishes(chunks) == []
+
+
+@pytest.mark.parametrize("bad", [
+    {**BASE, "choices": [{"index": 0, "delta": {"tool_calls": 5}, "finish_reason": None}]},
+    {**BASE, "choices": [{"index": 0, "delta": {"tool_calls": [5]}, "finish_reason": None}]},
+    {**BASE, "choices": [{"index": 0, "delta": "text", "finish_reason": None}]},
+    {**BASE, "choices": [7]},
+    {**BASE, "choices": {"index": 0}},
+    [1, 2],
+])
+@pytest.mark.parametrize("tools", [False, True])
+def test_an_invalid_chunk_shape_fails_without_a_made_up_finish(bad: Any, tools: bool) -> None:
+    stream = answer("one", finish=False, done=False) + frame(bad) + answer("never")
+    chunks, failure = run(SseTranslator(pipeline(tools), decode=True), [stream])
+    assert failure is not None and failure.code == "upstream_invalid"
+    assert text(chunks) == "one" and finishes(chunks) == []
+
+
+@pytest.mark.parametrize("tools", [False, True])
+def test_a_stream_cut_without_finish_fails_after_its_content(tools: bool) -> None:
+    stream = answer("one", "two", finish=False, done=False)
+    chunks, failure = run(SseTranslator(pipeline(tools), decode=tools), [stream])
+    assert failure is not None and failure.code == "upstream_incomplete"
+    assert text(chunks) == "onetwo" and finishes(chunks) == []
+
+
+@pytest.mark.parametrize("tools", [False, True])
+def test_an_upstream_reset_fails_after_everything_received(tools: bool) -> None:
+    translator = SseTranslator(pipeline(tools), decode=tools)
+    received = translator.feed(answer("one", "two", finish=False, done=False))
+    reset = ApiError(502, "upstream closed the connection", code="upstream_unavailable")
+    tail = translator.fail(reset)
+    chunks = decoded(received + tail)
+    assert translator.failure is reset and translator.finished
+    assert text(chunks) == "onetwo" and finishes(chunks) == []
+    assert translator.fail(reset) == [] and translator.end() == []
+
+
+def test_a_reset_in_the_middle_of_a_call_drops_the_cut_call_and_invents_no_finish() -> None:
+    translator = SseTranslator(pipeline(tools=True), decode=True)
+    half = frame(chunk({"role": "assistant", "content": "Looking.", "tool_calls": [{
+        "id": "call_1", "index": 0, "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city":'}}]}))
+    received = translator.feed(half)
+    chunks = decoded(received + translator.fail(ApiError(502, "reset")))
+    assert text(chunks) == "Looking." and finishes(chunks) == []
+    assert not any(c["choices"][0]["delta"].get("tool_calls") for c in chunks if c["choices"])
+
+
+def test_an_oversized_event_fails() -> None:
+    translator = SseTranslator(pipeline(), decode=False, max_event_bytes=1000)
+    out = translator.feed(answer("one", finish=False, done=False) + b"data: " + b"x" * 600)
+    out += translator.feed(b"x" * 600)
+    assert translator.failure is not None and translator.failure.code == "upstream_invalid"
+    assert text(decoded(out)) == "one"
+
+
+@pytest.mark.parametrize("decode", [False, True])
+def test_a_backend_error_event_is_the_ending(decode: bool) -> None:
+    stream = answer("one", finish=False, done=False) + frame(
+        {"error": {"message": "model ran out of memory", "type": "api_error"}})
+    chunks, failure = run(SseTranslator(pipeline(), decode=decode), [stream])
+    assert failure is not None and failure.message == "model ran out of memory"
+    assert failure.status == 500
+    assert text(chunks) == "one" and finishes(chunks) == []
+
+
+def test_done_without_finish_is_a_normal_end() -> None:
+    chunks, failure = run(SseTranslator(pipeline(), decode=True),
+                          [answer("one", finish=False, done=True)])
+    assert failure is None and text(chunks) == "one"
+
+
+def test_nothing_after_done_is_read() -> None:
+    translator = SseTranslator(pipeline(), decode=False)
+    translator.feed(answer("one"))
+    assert translator.finished and translator.feed(frame(chunk({"content": "late"}))) == []
+
+
+SPLIT_CASES = [
+    answer("Hel", "lo ", "world"),
+    answer("Let me look.", call=True),
+    answer("one", "two", finish=False, done=False),
+    answer("one", finish=False, done=False) + b"data: <html>\n\n" + answer("two"),
+    answer("a\r\nb").replace(b"\n\n", b"\r\n\r\n"),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=st.sampled_from(range(len(SPLIT_CASES))), tools=st.booleans(), decode=st.booleans(),
+       cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12))
+def test_any_chunking_of_the_upstream_bytes_gives_the_same_output(
+        case: int, tools: bool, decode: bool, cuts: list[int]) -> None:
+    body = SPLIT_CASES[case]
+    whole = run(SseTranslator(pipeline(tools), decode=decode), [body])
+    bounds = sorted({c % (len(body) + 1) for c in cuts})
+    pieces = [body[a:b] for a, b in zip([0, *bounds], [*bounds, len(body)])]
+    split = run(SseTranslator(pipeline(tools), decode=decode), [p for p in pieces if p])
+    assert split[0] == whole[0]
+    assert (split[1] is None) == (whole[1] is None)
+    if whole[1] is not None and split[1] is not None:
+        assert (split[1].status, split[1].code) == (whole[1].status, whole[1].code)
+
+
+COMPLETION = {"id": "chatcmpl-88", "object": "chat.completion", "created": 1755000000,
+              "model": "qwen3:8b", "choices": [{"index": 0, "message": {
+                  "role": "assistant", "content": "Hello"}, "finish_reason": "stop"}],
+              "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}
+
+
+def test_a_whole_completion_becomes_its_chunks() -> None:
+    raw = orjson.dumps(COMPLETION)
+    chunks, failure = run(CompletionTranslator(pipeline()), [raw[:10], raw[10:]])
+    assert failure is None
+    assert text(chunks) == "Hello" and finishes(chunks) == ["stop"]
+    assert chunks[-1]["usage"]["total_tokens"] == 17
+
+
+@pytest.mark.parametrize("body", [
+    b"<html>502 Bad Gateway</html>", b"[]", b'{"choices": 5}', b'{"choices":[{"message":5}]}',
+    b'{"choices":[5]}', b'{"choices":[{"message":{"tool_calls":5}}]}',
+])
+def test_a_body_that_is_not_a_completion_fails(body: bytes) -> None:
+    chunks, failure = run(CompletionTranslator(pipeline()), [body])
+    assert chunks == [] and failure is not None
+    assert (failure.status, failure.code) == (502, "upstream_invalid")
+
+
+def test_a_too_large_completion_fails() -> None:
+    chunks, failure = run(CompletionTranslator(pipeline(), max_bytes=100), [b" " * 60] * 2)
+    assert chunks == [] and failure is not None and failure.code == "upstream_invalid"
+
+
+def test_completion_problem_accepts_a_message_without_content() -> None:
+    assert completion_problem({"choices": [{"index": 0, "finish_reason": "stop"}]}) is None
