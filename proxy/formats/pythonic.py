@@ -30,6 +30,9 @@ _STARTS = re.compile(
 _LINE_END = re.compile(
     r"[ \t]*(?:<\|python_end\|>)?[ \t]*(?:<\|eom_id\|>|<\|eot_id\|>)?[ \t]*(?:\n|$)"
 )
+_SENTINEL_END = re.compile(
+    r"\s*<\|python_end\|>(?:[ \t]*(?:<\|eom_id\|>|<\|eot_id\|>))?(?:[ \t]*(?:\n|$))?"
+)
 _CONTROL = (_START, _END, _TAG, "<|eom_id|>", "<|eot_id|>")
 _WORDS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 
@@ -132,6 +135,7 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     while pos < len(text) and text[pos] in " \t":
         pos += 1
     tagged = text.startswith(_TAG, pos)
+    wrapped = text.startswith(_START, pos)
     for token in (_START, _TAG):
         if text.startswith(token, pos):
             pos += len(token)
@@ -140,7 +144,9 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     if found is None:
         return None
     end, bare = found
-    tail = _LINE_END.match(text, end)
+    # Llama 4's sentinels make the list unambiguous even in the middle of
+    # prose: the block ends at `<|python_end|>`, whatever follows it.
+    tail = (wrapped and _SENTINEL_END.match(text, end)) or _LINE_END.match(text, end)
     parts = call_list(text[pos:end], bare)
     if tail is None or parts is None:
         return None

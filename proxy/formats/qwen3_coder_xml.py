@@ -66,19 +66,27 @@ def strip_newlines(raw: str) -> str:
     return raw
 
 
-def _structural_close(text: str, start: int, schema: JSON) -> int | None:
-    """The first `</parameter>` that the markup, not the value, puts there."""
+def _structural_close(text: str, start: int) -> int | None:
+    """The first `</parameter>` that the markup, not the value, puts there.
+
+    Every `<parameter=NAME>` that follows opens its own key, whether or not the
+    schema knows NAME: swallowing an unknown block into the previous value
+    (`city` = "Dallas</parameter><parameter=state>TX") corrupts a value the
+    model wrote correctly, while an extra key is judged by the schema check.
+    """
     for close in _CLOSE_CANDIDATE.finditer(text, start):
         nxt = _PARAMETER.match(text, skip_space(text, close.end()))
-        if nxt is None or known_key(schema, nxt.group(1).strip()):
+        if nxt is None or valid_name(nxt.group(1).strip()):
             return close.start()
     return None
 
 
 def _line_parameter(text: str, start: int, schema: JSON) -> int | None:
-    """Where a line-start `<parameter=KNOWN>` ends a value missing its close.
+    """Where a line-start `<parameter=NAME>` ends a value missing its close.
 
-    Not across another call's markup: that value is cut off, not unclosed.
+    NAME must be a key of the schema here: without a close tag, a known key is
+    the only evidence that the line is markup rather than value text. Not
+    across another call's markup: that value is cut off, not unclosed.
     """
     for line in _LINE_PARAMETER.finditer(text, start):
         if _BOUNDARY.search(text, start, line.start()):
@@ -90,7 +98,7 @@ def _line_parameter(text: str, start: int, schema: JSON) -> int | None:
 
 def _value_end(text: str, start: int, schema: JSON) -> tuple[int, int] | None:
     """(end of the value, where parsing continues); None when cut off."""
-    close = _structural_close(text, start, schema)
+    close = _structural_close(text, start)
     line = _line_parameter(text, start, schema)
     if line is not None and (close is None or line <= close):
         return line, line

@@ -30,9 +30,11 @@ from proxy.formats import FORMATS, format_order, get_format, recover
 from proxy.formats.base import ParsedCall
 from proxy.formats.stream import StreamRecovery
 
+# The shared sample plus our own cases (faults found in real outputs).
 ALL_CASES: list[dict[str, Any]] = [
     json.loads(line)
-    for line in (SHARED / "textcalls-sample.jsonl").read_text().splitlines()
+    for corpus in ("textcalls-sample.jsonl", "textcalls-extra.jsonl")
+    for line in (SHARED / corpus).read_text().splitlines()
     if line
 ]
 # The corpus labels a few cases by family; the registry by module.
