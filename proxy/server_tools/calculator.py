@@ -87,7 +87,8 @@ def evaluate(expression: str) -> Number:
 def _eval(node: ast.expr, depth: int) -> Number:
     if depth > MAX_DEPTH:
         raise CalculatorError(f"expression is nested deeper than {MAX_DEPTH} levels")
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
         return _checked(node.value)
     if isinstance(node, ast.Name):
         if node.id in _CONSTANTS:

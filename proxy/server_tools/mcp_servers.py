@@ -63,7 +63,7 @@ class McpServer:
                 await self._session()
             except asyncio.CancelledError:
                 raise
-            except BaseException as exc:  # the SDK raises groups and OSErrors alike
+            except BaseException as exc:  # noqa: BLE001 - the SDK raises groups and OSErrors alike
                 self._fail(exc)
             if self._stop.is_set():
                 break
