@@ -99,4 +99,4 @@ def test_a_non_stream_body_that_is_not_a_completion_is_a_502(
         client.chat.completions.create(model="qwen3:8b", messages=MSG, tools=WEATHER)
     assert info.value.status_code == 502
     assert info.value.body == {"message": "upstream sent an answer that is not a chat completion",
-                               "type": "server_error", "param": None, "code": "upstream_invalid"}
+                               "type": "api_error", "param": None, "code": "upstream_invalid"}
