@@ -44,12 +44,16 @@ def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Se
         client = make_client(root, settings.connect_timeout, settings.read_timeout,
                              settings.max_concurrency)
         upstreams[root] = Upstream(root, client, api_key=key)
+    telemetry = telemetry or Telemetry(log)
     return Services(
         settings=settings,
         upstreams=upstreams,
-        store=CapabilityStore(settings.capabilities, check_interval=settings.reload_interval),
+        store=CapabilityStore(settings.capabilities, check_interval=settings.reload_interval,
+                              max_learned=settings.max_learned,
+                              max_bytes=settings.max_capabilities_bytes,
+                              on_written=telemetry.facts_written),
         limiter=Limiter(settings.max_concurrency, settings.max_queue, settings.queue_timeout),
-        telemetry=telemetry or Telemetry(log),
+        telemetry=telemetry,
     )
 
 
@@ -80,7 +84,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         svc = build_services(settings, telemetry)
         app.state.services = svc
-        svc.store.reload_if_changed()
+        svc.store.start()  # reloads and learned-fact writes from here on: off the loop
         svc.telemetry.bind(svc.store, svc.limiter)
         try:
             yield
@@ -89,6 +93,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
                 await asyncio.wait(set(svc.background), timeout=5)
             for upstream in svc.upstreams.values():
                 await upstream.client.aclose()
+            await asyncio.to_thread(svc.store.close)  # what is still pending reaches the file
 
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),

@@ -1,4 +1,5 @@
-"""Command line: `toolshim [serve]`, `toolshim check [FILE]`, `toolshim probe MODEL`."""
+"""Command line: `toolshim [serve]`, `toolshim check [FILE]`, `toolshim probe MODEL`,
+`toolshim init [PATH]`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 from proxy.settings import SettingsError, add_arguments, load_settings
 
-_COMMANDS = ("serve", "check", "probe")
+_COMMANDS = ("serve", "check", "probe", "init")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -27,6 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _check(args)
     if command == "probe":
         return _probe(args)
+    if command == "init":
+        return _init(args)
     return _serve(args)
 
 
@@ -131,3 +134,17 @@ def _probe(argv: list[str]) -> int:
 
     return asyncio.run(run_probe_cli(args.models, list(settings.upstreams),
                                      settings.capabilities, args.all, sys.stdout))
+
+
+def _init(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="toolshim init", description="write the shipped capabilities file to PATH",
+        epilog="exit status: 0 written, 1 PATH exists (nothing written; use --force), "
+        "2 bad usage, 3 PATH cannot be written")
+    parser.add_argument("path", nargs="?", metavar="PATH", help="default: TOOLSHIM_CAPABILITIES "
+                        "or ./capabilities.yaml")
+    parser.add_argument("--force", action="store_true", help="replace an existing file")
+    args = parser.parse_args(argv)
+    from proxy.capabilities.shipped import run_init
+
+    return run_init(args.path or load_settings(None).capabilities, args.force, sys.stdout)

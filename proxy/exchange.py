@@ -52,7 +52,6 @@ def learn(svc: Services, observations: list[Observation], upstream: str | None) 
     if facts:
         store: CapabilityStore = svc.store
         svc.spawn(anyio.to_thread.run_sync(store.record, facts))
-        svc.telemetry.facts_written(len(facts))
 
 
 def now_iso() -> str:

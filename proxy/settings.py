@@ -50,6 +50,10 @@ class Settings(BaseModel):
     probe: bool = True
     probe_timeout: float = Field(2.0, gt=0)
     reload_interval: float = Field(1.0, ge=0)
+    max_learned: int = Field(5000, ge=0)
+    """learned: entries kept; past it the oldest are removed."""
+    max_capabilities_bytes: int = Field(4 * 1024 * 1024, gt=0)
+    """A larger capabilities file is a reload error (the last good version stays)."""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     log_prompts: bool = False
@@ -106,6 +110,8 @@ ENV_NAMES: Mapping[str, str] = {
     "probe": "TOOLSHIM_PROBE",
     "probe_timeout": "TOOLSHIM_PROBE_TIMEOUT",
     "reload_interval": "TOOLSHIM_RELOAD_INTERVAL",
+    "max_learned": "TOOLSHIM_MAX_LEARNED",
+    "max_capabilities_bytes": "TOOLSHIM_MAX_CAPABILITIES_BYTES",
     "log_level": "TOOLSHIM_LOG_LEVEL",
     "log_format": "TOOLSHIM_LOG_FORMAT",
     "log_prompts": "TOOLSHIM_LOG_PROMPTS",
@@ -150,6 +156,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--probe-timeout", type=float, help="seconds (TOOLSHIM_PROBE_TIMEOUT, default 2)")
     add("--reload-interval", type=float,
         help="seconds between capabilities.yaml change checks (TOOLSHIM_RELOAD_INTERVAL, 1)")
+    add("--max-learned", type=int,
+        help="learned: entries kept, oldest removed first (TOOLSHIM_MAX_LEARNED, default 5000)")
+    add("--max-capabilities-bytes", type=int,
+        help="largest capabilities file loaded (TOOLSHIM_MAX_CAPABILITIES_BYTES, 4 MiB)")
     add("--log-level", choices=["debug", "info", "warning", "error"], help="TOOLSHIM_LOG_LEVEL")
     add("--log-format", choices=["json", "text"], help="TOOLSHIM_LOG_FORMAT (default json)")
     add("--log-prompts", action="store_true", default=None,

@@ -50,11 +50,20 @@ def normalise_model_name(name: str) -> str:
     (registry.ollama.ai), the namespace (library) and the tag (latest). The tag
     is a ':' after the last '/', so a registry `host:port/` is not a tag.
     """
-    name = name.strip().lower()
-    while name.startswith(_OLLAMA_REGISTRY):  # a loop keeps normalising idempotent
-        name = name.removeprefix(_OLLAMA_REGISTRY)
-    if name.startswith(_OLLAMA_LIBRARY) and name.count("/") == 1:
-        name = name.removeprefix(_OLLAMA_LIBRARY)
+    return learned_key(name).lower()
+
+
+def learned_key(name: str) -> str:
+    """`normalise_model_name` keeping the client's case: how a learned key is written.
+
+    People read `hf.co/Org/Model-GGUF:Q4_K_M` as they typed it; matching still
+    goes through `normalise_model_name`, so case never splits one model in two.
+    """
+    name = name.strip()
+    while name.lower().startswith(_OLLAMA_REGISTRY):  # a loop keeps it idempotent
+        name = name[len(_OLLAMA_REGISTRY):]
+    if name.lower().startswith(_OLLAMA_LIBRARY) and name.count("/") == 1:
+        name = name[len(_OLLAMA_LIBRARY):]
     if not name:
         return name
     last = name.rsplit("/", 1)[-1]

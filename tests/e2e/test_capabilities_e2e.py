@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,22 @@ TOOLS: list[Any] = [
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 
 
-def _touch(path: Path, text: str) -> None:
+def _state(proxy_url: str) -> tuple[int, str | None]:
+    body = httpx.get(proxy_url + "/admin/capabilities").json()
+    return body["generation"], body["last_reload_error"]
+
+
+def _touch(path: Path, text: str, proxy_url: str) -> None:
+    """Edit the file and wait until the proxy's background reload has seen it
+    (no request is needed for that, and none pays for it)."""
+    before = _state(proxy_url)
     path.write_text(text)
     stat = path.stat()
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    deadline = time.monotonic() + 10
+    while _state(proxy_url) == before:
+        assert time.monotonic() < deadline, "the edit was never reloaded"
+        time.sleep(0.02)
 
 
 def test_edit_while_running_is_followed(fake: FakeOllama, client: openai.OpenAI,
@@ -28,13 +41,13 @@ def test_edit_while_running_is_followed(fake: FakeOllama, client: openai.OpenAI,
     assert len(fake.chat_requests()[-1]["tools"]) == 3
 
     _touch(caps_path, 'version: 1\nmodels:\n  "qwen3*":\n    tools: native\n'
-                      '    deny_tools: [read_file, write_file]\n')
+                      "    deny_tools: [read_file, write_file]\n", proxy_url)
     raw = client.chat.completions.with_raw_response.create(model="qwen3:8b", messages=MSG,
                                                            tools=TOOLS)
     assert [t["function"]["name"] for t in fake.chat_requests()[-1]["tools"]] == ["bash"]
     assert raw.headers["x-toolshim-tools-stripped"] == "2"
 
-    _touch(caps_path, 'version: 1\nmodels:\n  "qwen3*":\n    tools: off\n')
+    _touch(caps_path, 'version: 1\nmodels:\n  "qwen3*":\n    tools: off\n', proxy_url)
     raw = client.chat.completions.with_raw_response.create(
         model="qwen3:8b", messages=MSG, tools=TOOLS, tool_choice="auto", parallel_tool_calls=True)
     sent = fake.chat_requests()[-1]
@@ -45,18 +58,18 @@ def test_edit_while_running_is_followed(fake: FakeOllama, client: openai.OpenAI,
 
 def test_broken_edit_keeps_last_good(fake: FakeOllama, client: openai.OpenAI,
                                      caps_path: Path, proxy_url: str) -> None:
-    _touch(caps_path, 'version: 1\nmodels:\n  "qwen3*":\n    tools: off\n')
+    _touch(caps_path, 'version: 1\nmodels:\n  "qwen3*":\n    tools: off\n', proxy_url)
     client.chat.completions.create(model="qwen3:8b", messages=MSG, tools=TOOLS)
     assert "tools" not in fake.chat_requests()[-1]
 
-    _touch(caps_path, 'version: 1\nmodels:\n  "qwen3*":\n    tools: sometimes\n')
+    _touch(caps_path, 'version: 1\nmodels:\n  "qwen3*":\n    tools: sometimes\n', proxy_url)
     done = client.chat.completions.create(model="qwen3:8b", messages=MSG, tools=TOOLS)
     assert done.choices[0].message.content == "Hello from qwen3:8b"
     assert "tools" not in fake.chat_requests()[-1]  # still the last good file
     ready = httpx.get(proxy_url + "/readyz").json()
     assert "capabilities.yaml:4" in ready["capabilities"]
 
-    _touch(caps_path, 'version: 1\nmodels:\n  "qwen3*":\n    tools: native\n')
+    _touch(caps_path, 'version: 1\nmodels:\n  "qwen3*":\n    tools: native\n', proxy_url)
     client.chat.completions.create(model="qwen3:8b", messages=MSG, tools=TOOLS)
     assert len(fake.chat_requests()[-1]["tools"]) == 3
     assert httpx.get(proxy_url + "/readyz").json()["capabilities"] == "ok"
@@ -64,7 +77,7 @@ def test_broken_edit_keeps_last_good(fake: FakeOllama, client: openai.OpenAI,
 
 def test_models_listing_shows_resolved_mode(fake: FakeOllama, caps_path: Path,
                                             proxy_url: str) -> None:
-    _touch(caps_path, 'version: 1\nmodels:\n  "gemma3:*":\n    tools: emulate\n')
+    _touch(caps_path, 'version: 1\nmodels:\n  "gemma3:*":\n    tools: emulate\n', proxy_url)
     listing = httpx.get(proxy_url + "/v1/models").json()["data"]
     gemma = next(m for m in listing if m["id"] == "gemma3:4b")
     assert gemma["toolshim"]["tools"] == "emulate"
