@@ -49,11 +49,12 @@ class Keeper:
         """New facts are queued: write them as soon as the write gap allows."""
         self._wake.set()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self) -> None:
+        """Stop after the current check (a parse is bounded by the file size limit)."""
         self._stop.set()
         self._wake.set()
         if self._thread.is_alive():
-            self._thread.join(timeout)
+            self._thread.join()
 
     def _run(self) -> None:
         while not self._stop.is_set():

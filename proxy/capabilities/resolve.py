@@ -133,7 +133,8 @@ class Resolver:
         return found
 
     def resolve(self, model: str) -> Profile:
-        return _merge(normalise_model_name(model), self.layers(model))
+        # Profile.model keeps the client's case: it is what a learned key is written as.
+        return _merge(learned_key(model), self.layers(model))
 
     def has_entry(self, model: str) -> bool:
         """A `models:` (exact or glob) or `learned:` entry names this model."""

@@ -59,9 +59,10 @@ def splice_learned(
 
 def splice_checked(
     text: str, current: Capabilities, facts: Sequence[LearnedFact], max_entries: int
-) -> str | None:
-    """`splice_learned`, proven not to change what the person's sections mean; None if
-    it cannot be done (the new text would not load, or would read differently)."""
+) -> tuple[str, Capabilities] | None:
+    """`splice_learned` and what the new text loads as, proven not to change what the
+    person's sections mean; None if it cannot be done (the new text would not load,
+    or would read differently)."""
     try:
         new_text = splice_learned(text, facts, max_entries=max_entries)
     except Exception:  # noqa: BLE001 - ruamel raises assorted types on odd layouts
@@ -69,7 +70,7 @@ def splice_checked(
     updated = parse_capabilities(new_text, "")[0]
     if updated is None or _outside(updated) != _outside(current):
         return None
-    return new_text
+    return new_text, updated
 
 
 def _outside(caps: Capabilities) -> Capabilities:

@@ -23,7 +23,7 @@ from cachetools import LRUCache
 
 from proxy.capabilities.keeper import Keeper
 from proxy.capabilities.learned import apply_facts, trim_learned, unlearnable
-from proxy.capabilities.load import parse_capabilities
+from proxy.capabilities.load import Problem, parse_capabilities
 from proxy.capabilities.resolve import Resolver, normalise_model_name
 from proxy.capabilities.schema import Capabilities
 from proxy.capabilities.shipped import shipped_text
@@ -60,6 +60,7 @@ class CapabilityStore:
         self._last_error: str | None = None
         self._reported: LRUCache[str, bool] = LRUCache(maxsize=1024)
         self._keeper: Keeper | None = None
+        self._last_parsed: tuple[str, Capabilities] | None = None
         self.dirty = False
         """Set when there is news for the file: new facts, or a reload that may unblock them."""
         self.reloading = False
@@ -136,7 +137,7 @@ class CapabilityStore:
         except (OSError, UnicodeDecodeError) as exc:
             return self._reject(f"{self._path}: cannot read: {exc}")
         self._stat, self._loaded = stat, True
-        caps, problems = parse_capabilities(text, str(self._path))
+        caps, problems = self._parse(text)
         if caps is None:
             return self._reject("\n".join(str(p) for p in problems))
         return self._install(caps, stat)
@@ -229,7 +230,7 @@ class CapabilityStore:
             return
         if written is None:
             return
-        updated = parse_capabilities(written.text, str(self._path))[0]
+        updated = self._parse(written.text)[0]
         with self._lock:
             self._pending = [f for f in self._pending if f not in facts]
             self._install(updated, written.stat)
@@ -244,13 +245,13 @@ class CapabilityStore:
             self._once(logging.WARNING, f"big:{_digest(text)}", f"{self._path}: over "
                        f"{self.max_bytes} bytes; not recording learned facts until it is smaller")
             return None
-        current, problems = parse_capabilities(text, str(self._path))
+        current, problems = self._parse(text)
         if current is None:  # never clobber a person's half-finished edit
             self._once(logging.WARNING, f"nowrite:{_digest(text)}", f"{self._path}: invalid, "
                        f"learned facts wait in memory until it is fixed: {problems[0]}")
             return None
-        new_text = splice_checked(text, current, facts, self.max_learned)
-        if new_text is None:  # find the fact that cannot go in; never let it block the others
+        done = splice_checked(text, current, facts, self.max_learned)
+        if done is None:  # find the fact that cannot go in; never let it block the others
             good: list[LearnedFact] = []
             for fact in facts:
                 if splice_checked(text, current, [*good, fact], self.max_learned) is None:
@@ -258,8 +259,22 @@ class CapabilityStore:
                                f"{dict(fact.fields)} about {fact.model!r}; dropped")
                 else:
                     good.append(fact)
-            new_text = splice_checked(text, current, good, self.max_learned) if good else None
-        return new_text
+            done = splice_checked(text, current, good, self.max_learned) if good else None
+        if done is None:
+            return None
+        self._last_parsed = done
+        return done[0]
+
+    def _parse(self, text: str) -> tuple[Capabilities | None, list[Problem]]:
+        """parse_capabilities, remembering the last good text: a write usually starts
+        from the text the last reload or write saw, and big files parse slowly."""
+        last = self._last_parsed
+        if last is not None and last[0] == text:
+            return last[1], []
+        caps, problems = parse_capabilities(text, str(self._path))
+        if caps is not None:
+            self._last_parsed = (text, caps)
+        return caps, problems
 
     def _once(self, level: int, key: str, message: str) -> None:
         if key not in self._reported:
