@@ -234,7 +234,6 @@ class CapabilityStore:
         with self._lock:
             self._pending = [f for f in self._pending if f not in facts]
             self._install(updated, written.stat)
-            self.dirty = False
         if written.changed and self._on_written is not None:
             self._on_written(len(facts))
 
