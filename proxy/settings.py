@@ -50,7 +50,7 @@ class Settings(BaseModel):
     probe: bool = True
     probe_timeout: float = Field(2.0, gt=0)
     reload_interval: float = Field(1.0, ge=0)
-    max_learned: int = Field(5000, ge=0)
+    max_learned: int = Field(5000, ge=1)
     """learned: entries kept; past it the oldest are removed."""
     max_capabilities_bytes: int = Field(4 * 1024 * 1024, gt=0)
     """A larger capabilities file is a reload error (the last good version stays)."""

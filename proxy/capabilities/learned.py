@@ -6,7 +6,7 @@ decides when each runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import ValidationError
 
@@ -36,17 +36,24 @@ def unlearnable(fact: LearnedFact) -> str | None:
     return None
 
 
-def apply_facts(caps: Capabilities, facts: Sequence[LearnedFact]) -> Capabilities:
-    """The capabilities with facts merged into `learned:`, keys as the client spelled them.
+def apply_facts(caps: Capabilities, facts: Sequence[LearnedFact],
+                keys: Mapping[str, str] | None = None) -> tuple[Capabilities, dict[str, str]]:
+    """The capabilities with facts merged into `learned:`, keys as the client spelled them,
+    and the keys touched (normalised name -> key).
 
-    A fact about a model already learned under another spelling updates that entry.
+    A fact about a model already learned under another spelling updates that entry;
+    `keys` (normalised name -> key of `caps.learned`) saves rebuilding that index.
     """
     learned = dict(caps.learned)
-    keys = {normalise_model_name(k): k for k in learned}
+    if keys is None:
+        keys = {normalise_model_name(k): k for k in learned}
+    touched: dict[str, str] = {}
     for fact in facts:
-        key = keys.setdefault(normalise_model_name(fact.model), learned_key(fact.model))
+        name = normalise_model_name(fact.model)
+        key = touched.get(name) or keys.get(name) or learned_key(fact.model)
+        touched[name] = key
         learned[key] = LearnedEntry.model_validate(merge_fact(learned.get(key), fact))
-    return caps.model_copy(update={"learned": learned})
+    return caps.model_copy(update={"learned": learned}), touched
 
 
 def trim_learned(caps: Capabilities, max_learned: int) -> Capabilities:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from proxy.capabilities.schema import Capabilities, ModelEntry, bracket_end, is_glob
@@ -119,6 +119,11 @@ class Resolver:
         learned = {normalise_model_name(k): v for k, v in caps.learned.items()}
         globs = tuple(g for _, g in sorted(ranked, key=lambda pair: pair[0]))
         return cls(caps.defaults, exact, globs, learned)
+
+    def with_learned(self, entries: Mapping[str, ModelEntry]) -> Resolver:
+        """This resolver with learned entries (by normalised name) added or replaced:
+        what recording a fact needs, without compiling every glob again."""
+        return replace(self, learned={**self.learned, **entries})
 
     def layers(self, model: str) -> list[tuple[str, ModelEntry]]:
         """(origin, entry) pairs that apply to `model`, lowest precedence first."""

@@ -53,6 +53,7 @@ class CapabilityStore:
         self._write_lock = threading.Lock()  # one disk merge at a time per process
         self._caps = Capabilities()
         self._resolver = Resolver.build(self._caps)
+        self._keys: dict[str, str] = {}  # normalised name -> key under learned:
         self._stat: StatKey | None = None
         self._loaded = False
         self._cache: LRUCache[str, Profile] = LRUCache(maxsize=4096)
@@ -157,7 +158,7 @@ class CapabilityStore:
     def _install(self, caps: Capabilities | None, stat: StatKey | None) -> bool:
         assert caps is not None
         with self._lock:
-            self._use(apply_facts(caps, self._pending) if self._pending else caps)
+            self._use(apply_facts(caps, self._pending)[0] if self._pending else caps)
             self._stat, self._loaded = stat, True
             if self._last_error is not None:
                 self._log.info("%s", f"{self._path}: valid again; this version is in force")
@@ -176,6 +177,7 @@ class CapabilityStore:
         """Put a version in force: globs compiled once, resolved profiles forgotten."""
         self._caps = caps
         self._resolver = Resolver.build(caps)
+        self._keys = {normalise_model_name(k): k for k in caps.learned}
         self._cache.clear()
 
     # --- learning ---------------------------------------------------------------------
@@ -193,7 +195,11 @@ class CapabilityStore:
             if not news:
                 return
             self._pending = (self._pending + news)[-self.max_learned:]
-            self._use(apply_facts(self._caps, news))
+            caps, touched = apply_facts(self._caps, news, self._keys)
+            self._caps, self._keys = caps, {**self._keys, **touched}
+            self._resolver = self._resolver.with_learned(
+                {name: caps.learned[key] for name, key in touched.items()})
+            self._cache.clear()  # profiles are keyed by the client's spelling: forget all
             self.dirty = True
         if self._keeper is not None:
             self._keeper.wake()

@@ -26,16 +26,17 @@ def test_a_name_that_is_not_a_valid_key_is_refused_with_the_reason() -> None:
 
 
 def test_apply_keeps_the_spelling_and_merges_other_spellings() -> None:
-    caps = apply_facts(Capabilities(), [fact("Org/Model:Q4")])
-    caps = apply_facts(caps, [LearnedFact("org/model:q4", {"drop_tool_choice": ["required"]},
-                                          "runtime_error", "2026-11-23T00:00:00Z")])
+    caps, touched = apply_facts(Capabilities(), [fact("Org/Model:Q4")])
+    assert touched == {"org/model:q4": "Org/Model:Q4"}
+    caps, _ = apply_facts(caps, [LearnedFact("org/model:q4", {"drop_tool_choice": ["required"]},
+                                             "runtime_error", "2026-11-23T00:00:00Z")])
     assert list(caps.learned) == ["Org/Model:Q4"]
     assert caps.learned["Org/Model:Q4"].drop_tool_choice == ["required"]
 
 
 def test_trim_drops_the_oldest() -> None:
-    caps = apply_facts(Capabilities(), [fact("a", "2026-01-03T00:00:00Z"),
-                                        fact("b", "2026-01-01T00:00:00Z"),
-                                        fact("c", "2026-01-02T00:00:00Z")])
+    caps, _ = apply_facts(Capabilities(), [fact("a", "2026-01-03T00:00:00Z"),
+                                           fact("b", "2026-01-01T00:00:00Z"),
+                                           fact("c", "2026-01-02T00:00:00Z")])
     assert list(trim_learned(caps, 2).learned) == ["a:latest", "c:latest"]
     assert trim_learned(caps, 5) is caps

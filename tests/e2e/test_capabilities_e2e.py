@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
+from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama
 
 TOOLS: list[Any] = [
@@ -17,22 +16,8 @@ TOOLS: list[Any] = [
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 
 
-def _state(proxy_url: str) -> tuple[int, str | None]:
-    body = httpx.get(proxy_url + "/admin/capabilities").json()
-    return body["generation"], body["last_reload_error"]
-
-
 def _touch(path: Path, text: str, proxy_url: str) -> None:
-    """Edit the file and wait until the proxy's background reload has seen it
-    (no request is needed for that, and none pays for it)."""
-    before = _state(proxy_url)
-    path.write_text(text)
-    stat = path.stat()
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
-    deadline = time.monotonic() + 10
-    while _state(proxy_url) == before:
-        assert time.monotonic() < deadline, "the edit was never reloaded"
-        time.sleep(0.02)
+    edit_and_wait(path, text, proxy_url)
 
 
 def test_edit_while_running_is_followed(fake: FakeOllama, client: openai.OpenAI,

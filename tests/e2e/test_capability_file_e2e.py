@@ -197,12 +197,14 @@ def test_a_file_over_the_size_limit_is_a_reload_error(
         fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
     caps_path.write_text(PERSON)
     with serve(create_app(make_settings(reload_interval=0.05))) as url:
-        caps_path.write_text(PERSON + "# " + "x" * 8_500_000 + "\n")  # 8.5 MB
+        big = caps_path.with_suffix(".new")
+        big.write_text(PERSON + "# " + "x" * 8_500_000 + "\n")  # 8.5 MB
+        big.replace(caps_path)
         _wait_for(lambda: httpx.get(url + "/readyz").json()["capabilities"] != "ok")
         error = httpx.get(url + "/readyz").json()["capabilities"]
         assert "over the limit" in error
-        models = httpx.get(url + "/admin/capabilities").json()
-        assert models["generation"] == 1  # the last good version is still in force
+        admin = httpx.get(url + "/admin/capabilities").json()
+        assert admin["generation"] == 1 and admin["patterns"] == ["qwen3*"]  # last good
 
 
 def test_invalid_tool_call_arguments_are_repaired_by_default(
