@@ -51,7 +51,7 @@ def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Se
         store=CapabilityStore(settings.capabilities, check_interval=settings.reload_interval,
                               max_learned=settings.max_learned,
                               max_bytes=settings.max_capabilities_bytes,
-                              on_written=telemetry.facts_written),
+                              on_written=telemetry.facts_written, create_missing=True),
         limiter=Limiter(settings.max_concurrency, settings.max_queue, settings.queue_timeout),
         telemetry=telemetry,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -182,16 +183,24 @@ async def test_model_labels_fold_into_other_past_the_cap(
                  status="404") == 3
 
 
+async def scrape_until(http: httpx.AsyncClient, done: Callable[[Any], bool]) -> Any:
+    for _ in range(500):
+        samples = await scrape(http)
+        if done(samples):
+            return samples
+        await asyncio.sleep(0.02)
+    raise AssertionError("the reload never showed in /metrics")
+
+
 async def test_capability_reloads_and_errors_are_counted(
         caps_path: Path, make_settings: Callable[..., Settings]) -> None:
     async with running(make_settings(probe=False), quiet()) as http:
         before = await scrape(http)
+        # The file is reloaded in the background: no request needed, scrapes see it.
         caps_path.write_text("version: 1\nmodels:\n  qwen3:8b: {tools: sometimes}\n")
-        await http.post("/v1/chat/completions", json={"model": "qwen3:8b", "messages": MSG})
-        broken = await scrape(http)
+        broken = await scrape_until(http, lambda s: value(s, "toolshim_capabilities_error") == 1)
         caps_path.write_text("version: 1\nmodels:\n  qwen3:8b: {tools: native}\n")
-        await http.post("/v1/chat/completions", json={"model": "qwen3:8b", "messages": MSG})
-        fixed = await scrape(http)
+        fixed = await scrape_until(http, lambda s: value(s, "toolshim_capabilities_error") == 0)
     loads = "toolshim_capabilities_loads_total"
     errors = "toolshim_capabilities_reload_errors_total"
     assert value(broken, errors) == 1 and value(broken, "toolshim_capabilities_error") == 1

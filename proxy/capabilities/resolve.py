@@ -61,9 +61,9 @@ def learned_key(name: str) -> str:
     """
     name = name.strip()
     while name.lower().startswith(_OLLAMA_REGISTRY):  # a loop keeps it idempotent
-        name = name[len(_OLLAMA_REGISTRY):]
+        name = name[len(_OLLAMA_REGISTRY):].strip()
     if name.lower().startswith(_OLLAMA_LIBRARY) and name.count("/") == 1:
-        name = name[len(_OLLAMA_LIBRARY):]
+        name = name[len(_OLLAMA_LIBRARY):].strip()
     if not name:
         return name
     last = name.rsplit("/", 1)[-1]

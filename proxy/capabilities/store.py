@@ -42,13 +42,17 @@ class CapabilityStore:
     def __init__(self, path: str | Path, *, check_interval: float = 1.0,
                  max_learned: int = MAX_LEARNED, max_bytes: int = MAX_FILE_BYTES,
                  logger: logging.Logger | None = None,
-                 on_written: Callable[[int], None] | None = None) -> None:
+                 on_written: Callable[[int], None] | None = None,
+                 create_missing: bool = False) -> None:
         self._path = Path(path)
         self.check_interval = check_interval
         self.max_learned = max_learned
         self.max_bytes = max_bytes
         self._log = logger or logging.getLogger(__name__)
         self._on_written = on_written
+        self._create_missing = create_missing
+        """The server creates a missing file from the shipped one; the CLI only when
+        it records a fact (a write to a missing file starts from the shipped text)."""
         self._lock = threading.RLock()  # guards the in-memory state; never held over I/O
         self._write_lock = threading.Lock()  # one disk merge at a time per process
         self._caps = Capabilities()
@@ -126,7 +130,7 @@ class CapabilityStore:
 
     def _reload(self, stat: StatKey | None) -> bool:
         if stat is None:
-            stat = self._create_from_shipped()
+            stat = self._create_from_shipped() if self._create_missing else None
             if stat is None:
                 return self._install(parse_capabilities(shipped_text(), "shipped")[0], None)
         if stat[1] > self.max_bytes:

@@ -267,7 +267,7 @@ def test_missing_file_is_created_from_the_shipped_one(
 ) -> None:
     path = tmp_path / "capabilities.yaml"
     with caplog.at_level(logging.INFO):
-        store = CapabilityStore(path, check_interval=0)
+        store = CapabilityStore(path, check_interval=0, create_missing=True)
         store.reload_if_changed()
     assert path.read_text() == shipped_text()
     assert [(r.levelno, str(path) in r.getMessage()) for r in caplog.records] == [
