@@ -231,8 +231,9 @@ class CapabilityStore:
                     self._use(trim_learned(self._caps, self.max_learned))
 
     def _write(self, facts: list[LearnedFact]) -> None:
+        spliced: list[int] = []  # how many of `facts` went into the new text
         try:
-            written = rewrite(self._path, lambda text: self._merged(text, facts))
+            written = rewrite(self._path, lambda text: self._merged(text, facts, spliced))
         except (OSError, UnicodeDecodeError) as exc:  # read-only, disk full, lock timeout
             self._once(logging.WARNING, f"write:{type(exc).__name__}:{getattr(exc, 'errno', 0)}",
                        f"{self._path}: cannot record learned facts ({exc}); kept in memory, "
@@ -245,9 +246,10 @@ class CapabilityStore:
             self._pending = [f for f in self._pending if f not in facts]
             self._install(updated, written.stat)
         if written.changed and self._on_written is not None:
-            self._on_written(len(facts))
+            self._on_written(spliced[-1] if spliced else 0)
 
-    def _merged(self, text: str | None, facts: list[LearnedFact]) -> str | None:
+    def _merged(self, text: str | None, facts: list[LearnedFact],
+                spliced: list[int]) -> str | None:
         """The file's new text with `facts` spliced in, or None to leave it alone."""
         text = shipped_text() if text is None else text
         if len(text.encode()) > self.max_bytes:
@@ -259,19 +261,23 @@ class CapabilityStore:
             self._once(logging.WARNING, f"nowrite:{_digest(text)}", f"{self._path}: invalid, "
                        f"learned facts wait in memory until it is fixed: {problems[0]}")
             return None
+        good = facts
         done = splice_checked(text, current, facts, self.max_learned)
         if done is None:  # find the fact that cannot go in; never let it block the others
-            good: list[LearnedFact] = []
+            good = []
             for fact in facts:
                 if splice_checked(text, current, [*good, fact], self.max_learned) is None:
                     self._once(logging.ERROR, f"splice:{fact}", f"{self._path}: cannot record "
                                f"{dict(fact.fields)} about {fact.model!r}; dropped")
                 else:
                     good.append(fact)
-            done = splice_checked(text, current, good, self.max_learned) if good else None
+            if not good:  # nothing can go in: leave the file, stop retrying these facts
+                return text
+            done = splice_checked(text, current, good, self.max_learned)
         if done is None:
             return None
         self._last_parsed = done
+        spliced.append(len(good))
         return done[0]
 
     def _parse(self, text: str) -> tuple[Capabilities | None, list[Problem]]:
