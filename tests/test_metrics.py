@@ -13,6 +13,7 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
+from support.capfile import replace_text
 from support.fake_ollama import FakeOllama, Reply, tool_call
 
 from proxy.app import create_app
@@ -137,7 +138,9 @@ async def test_scrape_after_scripted_traffic(fake: FakeOllama,
             "model": "gemma3:4b", "messages": MSG, "tools": WEATHER})
         missing = await http.post("/v1/chat/completions", json={"model": "nosuch",
                                                                 "messages": MSG})
-        samples = await scrape(http)
+        # Learned facts are written by a background thread, shortly after the answer.
+        samples = await scrape_until(
+            http, lambda s: value(s, "toolshim_learned_facts_written_total") >= 1)
     assert [r.status_code for r in (dropped, recovered, streamed, retried, missing)] == \
         [200, 200, 200, 200, 404]
     assert recovered.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] \
@@ -197,9 +200,9 @@ async def test_capability_reloads_and_errors_are_counted(
     async with running(make_settings(probe=False), quiet()) as http:
         before = await scrape(http)
         # The file is reloaded in the background: no request needed, scrapes see it.
-        caps_path.write_text("version: 1\nmodels:\n  qwen3:8b: {tools: sometimes}\n")
+        replace_text(caps_path, "version: 1\nmodels:\n  qwen3:8b: {tools: sometimes}\n")
         broken = await scrape_until(http, lambda s: value(s, "toolshim_capabilities_error") == 1)
-        caps_path.write_text("version: 1\nmodels:\n  qwen3:8b: {tools: native}\n")
+        replace_text(caps_path, "version: 1\nmodels:\n  qwen3:8b: {tools: native}\n")
         fixed = await scrape_until(http, lambda s: value(s, "toolshim_capabilities_error") == 0)
     loads = "toolshim_capabilities_loads_total"
     errors = "toolshim_capabilities_reload_errors_total"

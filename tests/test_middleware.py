@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
+from support.capfile import replace_text
 from support.fake_ollama import FakeOllama
 
 from proxy.app import create_app
@@ -145,7 +146,7 @@ async def test_admin_capabilities_shows_sources_and_reload_error(
     async with running(make_settings(probe=False)) as http:
         await http.get("/v1/models")
         good = (await http.get("/admin/capabilities")).json()
-        caps_path.write_text("version: 1\nmodels: [broken\n")
+        replace_text(caps_path, "version: 1\nmodels: [broken\n")
         for _ in range(500):  # reloaded in the background, with no request at all
             bad = (await http.get("/admin/capabilities")).json()
             if bad["last_reload_error"]:

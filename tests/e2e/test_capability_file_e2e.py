@@ -14,6 +14,7 @@ import openai
 import orjson
 import pytest
 from ruamel.yaml import YAML
+from support.capfile import replace_text
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.servers import serve
 
@@ -74,11 +75,11 @@ def test_reload_and_errors_show_without_any_chat_request(
             body: dict[str, Any] = httpx.get(url + "/admin/capabilities").json()
             return body
 
-        caps_path.write_text(PERSON.replace("10", "lots"))
+        replace_text(caps_path, PERSON.replace("10", "lots"))
         _wait_for(lambda: admin()["last_reload_error"] is not None)
         assert "capabilities.yaml:5" in httpx.get(url + "/readyz").json()["capabilities"]
         time.sleep(0.3)  # several more checks of the same bad file: still one warning
-        caps_path.write_text(PERSON.replace("10", "12"))
+        replace_text(caps_path, PERSON.replace("10", "12"))
         _wait_for(lambda: admin()["last_reload_error"] is None)
         assert httpx.get(url + "/readyz").json()["capabilities"] == "ok"
     assert fake.chat_requests() == []
@@ -98,7 +99,7 @@ def test_fact_learned_while_the_file_is_invalid_is_written_once_it_is_fixed(
         time.sleep(0.3)
         assert caps_path.read_text() == broken  # never clobbered
         assert _facts_written(url) == 0  # nothing written yet, so nothing counted
-        caps_path.write_text(PERSON)  # the person fixes it; no request follows
+        replace_text(caps_path, PERSON)  # the person fixes it; no request follows
         _wait_for(lambda: "gemma3:4b" in _learned(caps_path))
         assert caps_path.read_text().startswith(PERSON)
         _wait_for(lambda: _facts_written(url) == 1)
@@ -183,7 +184,7 @@ def test_requests_are_answered_while_a_big_file_is_being_parsed(
         try:
             store = app.state.services.store
             generation = store.generation
-            caps_path.write_text(PERSON + "# padding padding padding padding\n" * 40_000)
+            replace_text(caps_path, PERSON + "# padding padding padding padding\n" * 40_000)
             _wait_for(lambda: bool(store.reloading), timeout=20)
             reply = sdk.chat.completions.create(model="qwen3:8b", messages=MSG)
             assert reply.choices[0].message.content == "Hello from qwen3:8b"
@@ -197,9 +198,7 @@ def test_a_file_over_the_size_limit_is_a_reload_error(
         fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
     caps_path.write_text(PERSON)
     with serve(create_app(make_settings(reload_interval=0.05))) as url:
-        big = caps_path.with_suffix(".new")
-        big.write_text(PERSON + "# " + "x" * 8_500_000 + "\n")  # 8.5 MB
-        big.replace(caps_path)
+        replace_text(caps_path, PERSON + "# " + "x" * 8_500_000 + "\n")  # 8.5 MB
         _wait_for(lambda: httpx.get(url + "/readyz").json()["capabilities"] != "ok")
         error = httpx.get(url + "/readyz").json()["capabilities"]
         assert "over the limit" in error

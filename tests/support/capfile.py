@@ -7,7 +7,6 @@ at once would race the reload; this waits for it, through /admin/capabilities.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -19,13 +18,19 @@ def reload_state(proxy_url: str) -> tuple[int, str | None]:
     return body["generation"], body["last_reload_error"]
 
 
+def replace_text(path: Path, text: str) -> None:
+    """Write the file the way editors and config tools do, in one rename: the background
+    reload may run at any moment and must never see a half-written file."""
+    new = path.with_name(path.name + ".new")
+    new.write_text(text)
+    new.replace(path)
+
+
 def edit_and_wait(path: Path, text: str, proxy_url: str, timeout: float = 10.0) -> None:
-    """Write `text` (with a later mtime, so even a same-size edit is seen) and wait until
-    the proxy has loaded it or reported it as an error."""
+    """Replace the file with `text` (a new inode, so even a same-size edit within the
+    same clock tick is seen) and wait until the proxy has loaded it or reported it."""
     before = reload_state(proxy_url)
-    path.write_text(text)
-    stat = path.stat()
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    replace_text(path, text)
     deadline = time.monotonic() + timeout
     while reload_state(proxy_url) == before:
         assert time.monotonic() < deadline, "the edit was never reloaded"
