@@ -55,7 +55,11 @@ def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Se
         client = make_client(root, settings.connect_timeout, settings.read_timeout,
                              settings.max_concurrency)
         upstreams[root] = Upstream(root, client, api_key=key)
-    store = CapabilityStore(settings.capabilities, check_interval=settings.reload_interval)
+    telemetry = telemetry or Telemetry(log)
+    store = CapabilityStore(settings.capabilities, check_interval=settings.reload_interval,
+                            max_learned=settings.max_learned,
+                            max_bytes=settings.max_capabilities_bytes,
+                            on_written=telemetry.facts_written, create_missing=True)
     state, limiter = build_state(
         settings, store,
         Limiter(settings.max_concurrency, settings.max_queue, settings.queue_timeout), log)
@@ -64,7 +68,7 @@ def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Se
         upstreams=upstreams,
         store=store,
         limiter=limiter,
-        telemetry=telemetry or Telemetry(log),
+        telemetry=telemetry,
         state=state,
         console=ConsoleState(settings.recent_requests, keep_prompts=settings.log_prompts),
     )
@@ -97,9 +101,9 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         svc = build_services(settings, telemetry)
         app.state.services = svc
+        svc.store.start()  # reloads and learned-fact writes from here on: off the loop
         await svc.state.start()  # loads what the fleet learned before the first request
         svc.state.register_metrics(svc.telemetry.metrics.registry)
-        svc.store.reload_if_changed()
         svc.telemetry.bind(svc.store, svc.limiter)
         startup_line(settings, svc.store.capabilities(), log)
         for upstream in svc.upstreams.values():
@@ -112,6 +116,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
             await svc.state.close()
             for upstream in svc.upstreams.values():
                 await upstream.client.aclose()
+            await asyncio.to_thread(svc.store.close)  # what is still pending reaches the file
 
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),

@@ -1,5 +1,5 @@
 """Command line: `toolshim [serve]`, `toolshim check [FILE]`, `toolshim probe MODEL`,
-`toolshim validate MODEL... | --all`."""
+`toolshim validate MODEL... | --all`, `toolshim init [PATH]`."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 from proxy.settings import SettingsError, add_arguments, load_settings
 
-_COMMANDS = ("serve", "check", "probe", "validate")
+_COMMANDS = ("serve", "check", "probe", "validate", "init")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,6 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _probe(args)
     if command == "validate":
         return _validate(args)
+    if command == "init":
+        return _init(args)
     return _serve(args)
 
 
@@ -159,3 +161,15 @@ def _validate(argv: list[str]) -> int:
     except SettingsError as exc:
         parser.error(str(exc))
     return asyncio.run(run_validate_cli(settings, args.models, args.every, sys.stdout))
+def _init(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="toolshim init", description="write the shipped capabilities file to PATH",
+        epilog="exit status: 0 written, 1 PATH exists (nothing written; use --force), "
+        "2 bad usage, 3 PATH cannot be written")
+    parser.add_argument("path", nargs="?", metavar="PATH", help="default: TOOLSHIM_CAPABILITIES "
+                        "or ./capabilities.yaml")
+    parser.add_argument("--force", action="store_true", help="replace an existing file")
+    args = parser.parse_args(argv)
+    from proxy.capabilities.shipped import run_init
+
+    return run_init(args.path or load_settings(None).capabilities, args.force, sys.stdout)

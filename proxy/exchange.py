@@ -65,7 +65,6 @@ def learn(svc: Services, observations: list[Observation], upstream: str | None) 
         store: CapabilityStore = svc.store
         svc.spawn(anyio.to_thread.run_sync(store.record, facts))
         svc.spawn(svc.state.share(facts))  # a no-op alone; the fleet learns it with Redis
-        svc.telemetry.facts_written(len(facts))
 
 
 def now_iso() -> str:

@@ -134,8 +134,8 @@ class Metrics:
         self.tool_calls = Counter("toolshim_tool_calls", "Tool calls the proxy dropped, repaired "
                                   "or recovered from text, by reason (recovered: the format).",
                                   ["model", "outcome", "reason"], registry=reg)
-        self.facts = Counter("toolshim_learned_facts_written", "Learned facts handed to the "
-                             "capability store.", registry=reg)
+        self.facts = Counter("toolshim_learned_facts_written", "Learned facts written to "
+                             "capabilities.yaml (not attempts).", registry=reg)
         self._live: Callable[[], LiveState | None] = lambda: None
         reg.register(_LiveCollector(lambda: self._live()))
 

@@ -61,6 +61,10 @@ class Settings(BaseModel):
     """Share learned facts, probe turns (and with shared_limits the limits) through Redis."""
     redis_prefix: str = Field("toolshim:", min_length=1)
     shared_limits: bool = False
+    max_learned: int = Field(5000, ge=1)
+    """learned: entries kept; past it the oldest are removed."""
+    max_capabilities_bytes: int = Field(4 * 1024 * 1024, gt=0)
+    """A larger capabilities file is a reload error (the last good version stays)."""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     log_prompts: bool = False
@@ -139,6 +143,8 @@ ENV_NAMES: Mapping[str, str] = {
     "redis_url": "TOOLSHIM_REDIS_URL",
     "redis_prefix": "TOOLSHIM_REDIS_PREFIX",
     "shared_limits": "TOOLSHIM_SHARED_LIMITS",
+    "max_learned": "TOOLSHIM_MAX_LEARNED",
+    "max_capabilities_bytes": "TOOLSHIM_MAX_CAPABILITIES_BYTES",
     "log_level": "TOOLSHIM_LOG_LEVEL",
     "log_format": "TOOLSHIM_LOG_FORMAT",
     "log_prompts": "TOOLSHIM_LOG_PROMPTS",
@@ -194,6 +200,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--shared-limits", action="store_true", default=None,
         help="make --max-concurrency and the queue fleet-wide through Redis "
              "(TOOLSHIM_SHARED_LIMITS)")
+    add("--max-learned", type=int,
+        help="learned: entries kept, oldest removed first (TOOLSHIM_MAX_LEARNED, default 5000)")
+    add("--max-capabilities-bytes", type=int,
+        help="largest capabilities file loaded (TOOLSHIM_MAX_CAPABILITIES_BYTES, 4 MiB)")
     add("--log-level", choices=["debug", "info", "warning", "error"], help="TOOLSHIM_LOG_LEVEL")
     add("--log-format", choices=["json", "text"], help="TOOLSHIM_LOG_FORMAT (default json)")
     add("--log-prompts", action="store_true", default=None,

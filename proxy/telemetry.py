@@ -64,9 +64,9 @@ class LimiterView(Protocol):
 class _ReloadWatch:
     """Counts bad versions of the file by watching `last_error()` change.
 
-    Polled on every finished request and every scrape: the store reloads at
-    most once per check interval, and only while requests arrive, so this sees
-    each bad edit the proxy acted on.
+    Polled on every finished request and every scrape; the store reloads in the
+    background once per check interval, so a bad edit fixed again between two
+    polls is not counted.
     """
 
     def __init__(self, store: StoreView) -> None:

@@ -59,7 +59,7 @@ class Profile:
     model: str
     tools: ToolMode = "auto"
     max_tools: int | None = 64
-    invalid_tool_calls: InvalidPolicy = "drop"
+    invalid_tool_calls: InvalidPolicy = "repair"
     allow_tools: tuple[str, ...] | None = None
     deny_tools: tuple[str, ...] = ()
     rename: tuple[tuple[str, str], ...] = ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -12,6 +13,7 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
+from support.capfile import replace_text
 from support.fake_ollama import FakeOllama, Reply, tool_call
 
 from proxy.app import create_app
@@ -136,7 +138,9 @@ async def test_scrape_after_scripted_traffic(fake: FakeOllama,
             "model": "gemma3:4b", "messages": MSG, "tools": WEATHER})
         missing = await http.post("/v1/chat/completions", json={"model": "nosuch",
                                                                 "messages": MSG})
-        samples = await scrape(http)
+        # Learned facts are written by a background thread, shortly after the answer.
+        samples = await scrape_until(
+            http, lambda s: value(s, "toolshim_learned_facts_written_total") >= 1)
     assert [r.status_code for r in (dropped, recovered, streamed, retried, missing)] == \
         [200, 200, 200, 200, 404]
     assert recovered.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] \
@@ -182,16 +186,24 @@ async def test_model_labels_fold_into_other_past_the_cap(
                  status="404") == 3
 
 
+async def scrape_until(http: httpx.AsyncClient, done: Callable[[Any], bool]) -> Any:
+    for _ in range(500):
+        samples = await scrape(http)
+        if done(samples):
+            return samples
+        await asyncio.sleep(0.02)
+    raise AssertionError("the reload never showed in /metrics")
+
+
 async def test_capability_reloads_and_errors_are_counted(
         caps_path: Path, make_settings: Callable[..., Settings]) -> None:
     async with running(make_settings(probe=False), quiet()) as http:
         before = await scrape(http)
-        caps_path.write_text("version: 1\nmodels:\n  qwen3:8b: {tools: sometimes}\n")
-        await http.post("/v1/chat/completions", json={"model": "qwen3:8b", "messages": MSG})
-        broken = await scrape(http)
-        caps_path.write_text("version: 1\nmodels:\n  qwen3:8b: {tools: native}\n")
-        await http.post("/v1/chat/completions", json={"model": "qwen3:8b", "messages": MSG})
-        fixed = await scrape(http)
+        # The file is reloaded in the background: no request needed, scrapes see it.
+        replace_text(caps_path, "version: 1\nmodels:\n  qwen3:8b: {tools: sometimes}\n")
+        broken = await scrape_until(http, lambda s: value(s, "toolshim_capabilities_error") == 1)
+        replace_text(caps_path, "version: 1\nmodels:\n  qwen3:8b: {tools: native}\n")
+        fixed = await scrape_until(http, lambda s: value(s, "toolshim_capabilities_error") == 0)
     loads = "toolshim_capabilities_loads_total"
     errors = "toolshim_capabilities_reload_errors_total"
     assert value(broken, errors) == 1 and value(broken, "toolshim_capabilities_error") == 1

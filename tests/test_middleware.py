@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
+from support.capfile import replace_text
 from support.fake_ollama import FakeOllama
 
 from proxy.app import create_app
@@ -145,9 +146,12 @@ async def test_admin_capabilities_shows_sources_and_reload_error(
     async with running(make_settings(probe=False)) as http:
         await http.get("/v1/models")
         good = (await http.get("/admin/capabilities")).json()
-        caps_path.write_text("version: 1\nmodels: [broken\n")
-        await http.post("/v1/chat/completions", json={"model": "qwen3:8b", "messages": MSG})
-        bad = (await http.get("/admin/capabilities")).json()
+        replace_text(caps_path, "version: 1\nmodels: [broken\n")
+        for _ in range(500):  # reloaded in the background, with no request at all
+            bad = (await http.get("/admin/capabilities")).json()
+            if bad["last_reload_error"]:
+                break
+            await asyncio.sleep(0.02)
     models = good["models"]
     assert set(models) == {"qwen3:8b", "custom:latest", "gemma3:4b"}
     assert models["qwen3:8b"]["known_from"] == ["models", "listing"]

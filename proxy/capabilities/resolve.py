@@ -15,7 +15,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from proxy.capabilities.schema import Capabilities, ModelEntry, bracket_end, is_glob
@@ -50,11 +50,20 @@ def normalise_model_name(name: str) -> str:
     (registry.ollama.ai), the namespace (library) and the tag (latest). The tag
     is a ':' after the last '/', so a registry `host:port/` is not a tag.
     """
-    name = name.strip().lower()
-    while name.startswith(_OLLAMA_REGISTRY):  # a loop keeps normalising idempotent
-        name = name.removeprefix(_OLLAMA_REGISTRY)
-    if name.startswith(_OLLAMA_LIBRARY) and name.count("/") == 1:
-        name = name.removeprefix(_OLLAMA_LIBRARY)
+    return learned_key(name).lower()
+
+
+def learned_key(name: str) -> str:
+    """`normalise_model_name` keeping the client's case: how a learned key is written.
+
+    People read `hf.co/Org/Model-GGUF:Q4_K_M` as they typed it; matching still
+    goes through `normalise_model_name`, so case never splits one model in two.
+    """
+    name = name.strip()
+    while name.lower().startswith(_OLLAMA_REGISTRY):  # a loop keeps it idempotent
+        name = name[len(_OLLAMA_REGISTRY):].strip()
+    if name.lower().startswith(_OLLAMA_LIBRARY) and name.count("/") == 1:
+        name = name[len(_OLLAMA_LIBRARY):].strip()
     if not name:
         return name
     last = name.rsplit("/", 1)[-1]
@@ -111,6 +120,11 @@ class Resolver:
         globs = tuple(g for _, g in sorted(ranked, key=lambda pair: pair[0]))
         return cls(caps.defaults, exact, globs, learned)
 
+    def with_learned(self, entries: Mapping[str, ModelEntry]) -> Resolver:
+        """This resolver with learned entries (by normalised name) added or replaced:
+        what recording a fact needs, without compiling every glob again."""
+        return replace(self, learned={**self.learned, **entries})
+
     def layers(self, model: str) -> list[tuple[str, ModelEntry]]:
         """(origin, entry) pairs that apply to `model`, lowest precedence first."""
         raw, name = model.strip(), normalise_model_name(model)
@@ -124,7 +138,8 @@ class Resolver:
         return found
 
     def resolve(self, model: str) -> Profile:
-        return _merge(normalise_model_name(model), self.layers(model))
+        # Profile.model keeps the client's case: it is what a learned key is written as.
+        return _merge(learned_key(model), self.layers(model))
 
     def has_entry(self, model: str) -> bool:
         """A `models:` (exact or glob) or `learned:` entry names this model."""

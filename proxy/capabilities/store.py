@@ -1,75 +1,81 @@
-"""capabilities.yaml on disk: reload when it changes, and write `learned:` safely.
+"""capabilities.yaml on disk: the version in force, reloads, and learned facts to write.
 
-Owns the only disk I/O on the capabilities file. Reads are cheap (a stat at most
-every `check_interval` s, profiles cached); a bad edit is reported once and the
-last good version stays in force. Writes (under a file lock, after re-reading,
-atomically) re-render only `learned:` and splice it into the file text, so every
-other byte a person wrote is kept. Facts for a model with a `models:` entry are
-still recorded: the person's entry wins at resolution, so they stay inert.
+Owns the coordination, not the details: parsing is load.py, the `learned:`
+splice is splice.py, the locked atomic write is write.py, and the background
+thread that reloads and writes is keeper.py. Reads on the request path
+(`profile`) never touch the disk or parse; `record` applies facts in memory at
+once and queues them for the file. A bad edit (or a file over the size limit)
+is reported and the last good version stays in force; facts that cannot be
+written yet (invalid or read-only file) stay queued and are written at the next
+chance. A person's `models:` entry wins over a learned one at resolution, so
+facts about such a model are still recorded but stay inert.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import math
-import os
-import re
-import tempfile
 import threading
-import time
 from collections.abc import Callable, Sequence
-from io import StringIO
 from pathlib import Path
 
 from cachetools import LRUCache
-from filelock import FileLock
-from pydantic import ValidationError
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import YAMLError
-from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from proxy.capabilities.load import parse_capabilities
+from proxy.capabilities.keeper import Keeper
+from proxy.capabilities.learned import apply_facts, trim_learned, unlearnable
+from proxy.capabilities.load import Problem, parse_capabilities
 from proxy.capabilities.resolve import Resolver, normalise_model_name
-from proxy.capabilities.schema import Capabilities, LearnedEntry
-from proxy.learning import LearnedFact, fact_is_news, merge_fact
+from proxy.capabilities.schema import Capabilities
+from proxy.capabilities.shipped import shipped_text
+from proxy.capabilities.splice import splice_checked
+from proxy.capabilities.write import StatKey, rewrite_file, stat_key
+from proxy.learning import LearnedFact, fact_is_news
 from proxy.types import Profile
 
-_PROVENANCE = ("source", "at", "evidence", "upstream")
-_LEARNED_KEY = re.compile(r"""^(learned|"learned"|'learned')[ \t]*:(?=[ \t]|\r?$)""")
-
-StatKey = tuple[int, int, int]
+MAX_LEARNED = 5000
+MAX_FILE_BYTES = 4 * 1024 * 1024
 
 
 class CapabilityStore:
     """The capabilities in force, reloaded on change; learned facts recorded to disk."""
 
-    def __init__(
-        self, path: str | Path, *, check_interval: float = 1.0, logger: logging.Logger | None = None
-    ) -> None:
+    def __init__(self, path: str | Path, *, check_interval: float = 1.0,
+                 max_learned: int = MAX_LEARNED, max_bytes: int = MAX_FILE_BYTES,
+                 logger: logging.Logger | None = None,
+                 on_written: Callable[[int], None] | None = None,
+                 create_missing: bool = False) -> None:
         self._path = Path(path)
-        self._interval = check_interval
+        self.check_interval = check_interval
+        self.max_learned = max_learned
+        self.max_bytes = max_bytes
         self._log = logger or logging.getLogger(__name__)
-        self._lock = threading.RLock()  # guards the in-memory state below
+        self._on_written = on_written
+        self._create_missing = create_missing
+        """The server creates a missing file from the shipped one; the CLI only when
+        it records a fact (a write to a missing file starts from the shipped text)."""
+        self._lock = threading.RLock()  # guards the in-memory state; never held over I/O
         self._write_lock = threading.Lock()  # one disk merge at a time per process
         self._caps = Capabilities()
         self._resolver = Resolver.build(self._caps)
+        self._keys: dict[str, str] = {}  # normalised name -> key under learned:
         self._stat: StatKey | None = None
         self._loaded = False
-        self._checked_at = -math.inf
         self._cache: LRUCache[str, Profile] = LRUCache(maxsize=4096)
         self._pending: list[LearnedFact] = []  # applied in memory, not yet on disk
         self._last_error: str | None = None
-        self._reported: set[str] = set()
+        self._reported: LRUCache[str, bool] = LRUCache(maxsize=1024)
+        self._keeper: Keeper | None = None
+        self._last_parsed: tuple[str, Capabilities] | None = None
+        self.dirty = False
+        """Set when there is news for the file: new facts, or a reload that may unblock them."""
+        self.reloading = False
+        """True while a new version is being read and parsed (off the request path)."""
         self.generation = 0
         self.reload_if_changed()
 
+    # --- reads: the request path, memory only --------------------------------
+
     def profile(self, model: str) -> Profile:
-        now = time.monotonic()
-        if now - self._checked_at >= self._interval:
-            self._checked_at = now
-            self.reload_if_changed()
         with self._lock:
             found = self._cache.get(model)
             if found is None:
@@ -82,241 +88,235 @@ class CapabilityStore:
     def has_entry(self, model: str) -> bool:
         return self._resolver.has_entry(model)
 
-    def _use(self, caps: Capabilities) -> None:
-        """Put a version in force: globs compiled once, resolved profiles forgotten."""
-        self._caps = caps
-        self._resolver = Resolver.build(caps)
-        self._cache.clear()
-
     def last_error(self) -> str | None:
         """The problems of the file on disk ("path:line: reason"), None while it is good."""
         return self._last_error
 
+    def pending(self) -> int:
+        """Facts in memory that are not in the file yet."""
+        return len(self._pending)
+
+    # --- the background keeper ---------------------------------------------------
+
+    def start(self) -> None:
+        """Reload and write from a background thread from now on (the server does this)."""
+        if self._keeper is None:
+            self._keeper = Keeper(self, self.check_interval)
+            self._keeper.start()
+
+    def close(self) -> None:
+        """Stop the thread; write what is still pending (called on shutdown)."""
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.stop()
+        if self._pending:
+            self.flush()
+
+    # --- reload ---------------------------------------------------------------------
+
     def reload_if_changed(self) -> bool:
         """Re-read the file if its stat changed; True when a new version took effect."""
-        with self._lock:
-            try:
-                stat = _stat_key(self._path)
-                if self._loaded and stat == self._stat:
-                    return False
-                self._loaded, self._stat = True, stat
-                text = None if stat is None else self._path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                self._reject(f"{self._path}: cannot read: {exc}", f"read:{exc}")
-                return False
-            if text is None:
-                self._once(logging.INFO, "missing", f"{self._path}: not found; built-in defaults")
-                self._install(Capabilities())
-                return True
-            caps, problems = parse_capabilities(text, str(self._path))
-            if caps is None:
-                self._reject("\n".join(str(p) for p in problems), f"parse:{_digest(text)}")
-                return False
-            self._install(caps)
-            return True
-
-    def record(self, facts: Sequence[LearnedFact]) -> None:
-        """Apply facts in memory at once, then merge them into the file's `learned:`."""
-        with self._lock:
-            learned = self._caps.learned
-            news = [f for f in facts if self._acceptable(f)
-                    and fact_is_news(learned.get(normalise_model_name(f.model)), f)]
-            if not news:
-                return
-            self._pending.extend(news)
-            self._use(_apply(self._caps, news))
-        with self._write_lock:
-            with self._lock:
-                batch = list(self._pending)
-            if batch:
-                self._write(batch)
-
-    def rewrite(self, transform: Callable[[str], str]) -> None:
-        """A person's explicit edit made through the console (promote, forget).
-
-        Same path as learning: one writer per process, the file lock, a fresh
-        read, the result parsed before an atomic replace. `transform` gets the
-        text on disk and returns the new text; its exceptions reach the caller,
-        as does a ValueError when the result would not load.
-        """
-        with self._write_lock, FileLock(f"{self._path}.lock", timeout=10.0):
-            before = _stat_key(self._path)
-            text = "" if before is None else self._path.read_text(encoding="utf-8")
-            new_text = transform(text)
-            updated, problems = parse_capabilities(new_text, str(self._path))
-            if updated is None:
-                raise ValueError(f"the edit would break the file: {problems[0]}")
-            mode = 0o644 if before is None else self._path.stat().st_mode & 0o7777
-            written = _atomic_write(self._path, new_text, mode)
-        with self._lock:
-            self._stat, self._loaded = written, True
-            self._install(updated)
-
-    def _acceptable(self, fact: LearnedFact) -> bool:
-        # A fact the schema would reject must never reach the file (it would break it).
         try:
-            LearnedEntry.model_validate(merge_fact(None, fact))
-        except ValidationError as exc:
-            self._once(logging.WARNING, f"fact:{fact}", f"not learning {fact}: {exc}")
+            stat = stat_key(self._path)
+        except OSError as exc:
+            return self._reject(f"{self._path}: cannot read: {exc}")
+        if self._loaded and stat == self._stat:
             return False
+        self.reloading = True
+        try:
+            return self._reload(stat)
+        finally:
+            self.reloading = False
+
+    def _reload(self, stat: StatKey | None) -> bool:
+        if stat is None:
+            stat = self._create_from_shipped() if self._create_missing else None
+            if stat is None:
+                return self._install(parse_capabilities(shipped_text(), "shipped")[0], None)
+        if stat[1] > self.max_bytes:
+            self._stat, self._loaded = stat, True
+            return self._reject(f"{self._path}: {stat[1]} bytes, over the limit of "
+                                f"{self.max_bytes} (--max-capabilities-bytes)")
+        try:
+            text = self._path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return self._reject(f"{self._path}: cannot read: {exc}")
+        self._stat, self._loaded = stat, True
+        caps, problems = self._parse(text)
+        if caps is None:
+            return self._reject("\n".join(str(p) for p in problems))
+        return self._install(caps, stat)
+
+    def _create_from_shipped(self) -> StatKey | None:
+        """A missing file is created from the shipped one, so nothing learned is lost."""
+        try:
+            done = rewrite_file(self._path, lambda current: current or shipped_text())
+        except OSError as exc:
+            self._once(logging.WARNING, f"create:{exc}", f"{self._path}: not found and cannot "
+                       f"be created ({exc}); using the shipped defaults in memory")
+            return None
+        if done is not None and done.changed:
+            self._log.info("%s", f"{self._path}: not found; created it from the shipped defaults")
+        return stat_key(self._path)
+
+    def _install(self, caps: Capabilities | None, stat: StatKey | None) -> bool:
+        assert caps is not None
+        with self._lock:
+            self._use(apply_facts(caps, self._pending)[0] if self._pending else caps)
+            self._stat, self._loaded = stat, True
+            if self._last_error is not None:
+                self._log.info("%s", f"{self._path}: valid again; this version is in force")
+            self._last_error = None
+            self.generation += 1
+            self.dirty = self.dirty or bool(self._pending)
         return True
 
-    def _install(self, caps: Capabilities) -> None:
-        self._use(_apply(caps, self._pending) if self._pending else caps)
-        self._last_error = None
-        self.generation += 1
-
-    def _reject(self, message: str, key: str) -> None:
+    def _reject(self, message: str) -> bool:
+        if message != self._last_error:  # logged once per change, not once per check
+            self._log.warning("%s", f"{message} (keeping the last good version)")
         self._last_error = message
-        self._once(logging.WARNING, key, f"{message} (keeping the last good version)")
+        return False
+
+    def _use(self, caps: Capabilities) -> None:
+        """Put a version in force: globs compiled once, resolved profiles forgotten."""
+        self._caps = caps
+        self._resolver = Resolver.build(caps)
+        self._keys = {normalise_model_name(k): k for k in caps.learned}
+        self._cache.clear()
+
+    # --- learning ---------------------------------------------------------------------
+
+    def record(self, facts: Sequence[LearnedFact]) -> None:
+        """The one way in for learned facts: in force at once, on disk at the next chance.
+
+        Cheap and free of I/O while the keeper runs; without it (the CLI), the
+        write happens here, in the caller's thread.
+        """
+        accepted = [f for f in facts if self._acceptable(f)]
+        with self._lock:
+            news = [f for f in accepted
+                    if fact_is_news(self._resolver.learned.get(normalise_model_name(f.model)), f)]
+            if not news:
+                return
+            self._pending = (self._pending + news)[-self.max_learned:]
+            caps, touched = apply_facts(self._caps, news, self._keys)
+            self._caps, self._keys = caps, {**self._keys, **touched}
+            self._resolver = self._resolver.with_learned(
+                {name: caps.learned[key] for name, key in touched.items()})
+            self._cache.clear()  # profiles are keyed by the client's spelling: forget all
+            self.dirty = True
+        if self._keeper is not None:
+            self._keeper.wake()
+        else:
+            self.flush()
+
+    def rewrite(self, transform: Callable[[str], str]) -> None:
+        """A person's explicit edit through the console (promote, forget).
+
+        The same locked atomic writer as learning, on a fresh read; the result
+        must load (else ValueError, file untouched) and is in force at once.
+        """
+        checked: list[Capabilities] = []
+
+        def edit(text: str | None) -> str:
+            new_text = transform(text or "")
+            caps, problems = self._parse(new_text)
+            if caps is None:
+                raise ValueError(f"the edit would break the file: {problems[0]}")
+            checked.append(caps)
+            return new_text
+
+        with self._write_lock:
+            written = rewrite_file(self._path, edit)
+        if written is not None:
+            self._install(checked[-1], written.stat)
+
+    def _acceptable(self, fact: LearnedFact) -> bool:
+        reason = unlearnable(fact)
+        if reason is not None:
+            name = fact.model.strip()
+            shown = name if len(name) <= 80 else name[:80] + "..."
+            self._once(logging.WARNING, f"fact:{name[:300]}:{reason}",
+                       f"not learning {dict(fact.fields)} about model {shown!r}: {reason}")
+        return reason is None
+
+    def flush(self) -> None:
+        """Write every pending fact now, in the caller's thread (the keeper calls this)."""
+        with self._write_lock:
+            with self._lock:
+                batch, self.dirty = list(self._pending), False
+            if batch:
+                self._write(batch)
+            with self._lock:  # facts that could not be written must not grow memory forever
+                if len(self._caps.learned) > self.max_learned:
+                    self._use(trim_learned(self._caps, self.max_learned))
+
+    def _write(self, facts: list[LearnedFact]) -> None:
+        spliced: list[int] = []  # how many of `facts` went into the new text
+        try:
+            written = rewrite_file(self._path, lambda text: self._merged(text, facts, spliced))
+        except (OSError, UnicodeDecodeError) as exc:  # read-only, disk full, lock timeout
+            self._once(logging.WARNING, f"write:{type(exc).__name__}:{getattr(exc, 'errno', 0)}",
+                       f"{self._path}: cannot record learned facts ({exc}); kept in memory, "
+                       "written once the file can be written")
+            return
+        if written is None:
+            return
+        updated = self._parse(written.text)[0]
+        with self._lock:
+            self._pending = [f for f in self._pending if f not in facts]
+            self._install(updated, written.stat)
+        if written.changed and self._on_written is not None:
+            self._on_written(spliced[-1] if spliced else 0)
+
+    def _merged(self, text: str | None, facts: list[LearnedFact],
+                spliced: list[int]) -> str | None:
+        """The file's new text with `facts` spliced in, or None to leave it alone."""
+        text = shipped_text() if text is None else text
+        if len(text.encode()) > self.max_bytes:
+            self._once(logging.WARNING, f"big:{_digest(text)}", f"{self._path}: over "
+                       f"{self.max_bytes} bytes; not recording learned facts until it is smaller")
+            return None
+        current, problems = self._parse(text)
+        if current is None:  # never clobber a person's half-finished edit
+            self._once(logging.WARNING, f"nowrite:{_digest(text)}", f"{self._path}: invalid, "
+                       f"learned facts wait in memory until it is fixed: {problems[0]}")
+            return None
+        good = facts
+        done = splice_checked(text, current, facts, self.max_learned)
+        if done is None:  # find the fact that cannot go in; never let it block the others
+            good = []
+            for fact in facts:
+                if splice_checked(text, current, [*good, fact], self.max_learned) is None:
+                    self._once(logging.ERROR, f"splice:{fact}", f"{self._path}: cannot record "
+                               f"{dict(fact.fields)} about {fact.model!r}; dropped")
+                else:
+                    good.append(fact)
+            if not good:  # nothing can go in: leave the file, stop retrying these facts
+                return text
+            done = splice_checked(text, current, good, self.max_learned)
+        if done is None:
+            return None
+        self._last_parsed = done
+        spliced.append(len(good))
+        return done[0]
+
+    def _parse(self, text: str) -> tuple[Capabilities | None, list[Problem]]:
+        """parse_capabilities, remembering the last good text: a write usually starts
+        from the text the last reload or write saw, and big files parse slowly."""
+        last = self._last_parsed
+        if last is not None and last[0] == text:
+            return last[1], []
+        caps, problems = parse_capabilities(text, str(self._path))
+        if caps is not None:
+            self._last_parsed = (text, caps)
+        return caps, problems
 
     def _once(self, level: int, key: str, message: str) -> None:
         if key not in self._reported:
-            self._reported.add(key)
+            self._reported[key] = True
             self._log.log(level, "%s", message)
-
-    def _write(self, facts: list[LearnedFact]) -> None:
-        try:
-            with FileLock(f"{self._path}.lock", timeout=10.0):
-                written = self._merge_on_disk(facts)
-        except (OSError, UnicodeDecodeError) as exc:  # read-only, disk full, lock timeout
-            self._once(logging.WARNING, f"write:{type(exc).__name__}:{getattr(exc, 'errno', 0)}",
-                       f"{self._path}: cannot record learned facts ({exc}); kept in memory")
-            return
-        if written is not None:
-            with self._lock:
-                self._pending = [f for f in self._pending if f not in facts]
-                self._stat, self._loaded = written[1], True
-                self._install(written[0])
-
-    def _merge_on_disk(self, facts: list[LearnedFact]) -> tuple[Capabilities, StatKey | None] | None:
-        # Re-read under the lock: a person or another worker may have changed the file,
-        # and a stat taken before the read can only cause an extra reload, never a miss.
-        path = self._path
-        before = _stat_key(path)
-        text = "" if before is None else path.read_text(encoding="utf-8")
-        current, problems = parse_capabilities(text, str(path))
-        if current is None:  # never clobber a person's half-finished edit
-            self._once(logging.WARNING, f"nowrite:{_digest(text)}",
-                       f"{path}: invalid, not recording learned facts yet: {problems[0]}")
-            return None
-        try:
-            new_text: str | None = splice_learned(text or "version: 1\n", facts)
-        except YAMLError:
-            new_text = None
-        updated = None if new_text is None else parse_capabilities(new_text, str(path))[0]
-        if updated is None or _outside(updated) != _outside(current):
-            # The splice must never change what the person's sections mean.
-            self._once(logging.ERROR, f"splice:{_digest(text)}",
-                       f"{path}: cannot splice learned facts into this layout; kept in memory")
-            return None
-        if new_text == text:
-            return updated, before
-        mode = 0o644 if before is None else path.stat().st_mode & 0o7777
-        if not mode & 0o222:  # a person made it read-only: respect that even as root
-            raise PermissionError(f"{path} is read-only")
-        return updated, _atomic_write(path, new_text or "", mode)
-
-
-def _stat_key(path: Path) -> StatKey | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
-
-
-def _outside(caps: Capabilities) -> Capabilities:
-    return caps.model_copy(update={"learned": {}})
 
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _atomic_write(path: Path, text: str, mode: int) -> StatKey:
-    """Temp file beside the target, fsync, rename, fsync the dir; the stat written
-    (rename keeps it, so a later replace by another process is still a change)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fchmod(out.fileno(), mode)
-            os.fsync(out.fileno())
-            st = os.fstat(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-def _apply(caps: Capabilities, facts: Sequence[LearnedFact]) -> Capabilities:
-    """The capabilities with facts merged into `learned:` (in memory)."""
-    learned = dict(caps.learned)
-    for fact in facts:
-        name = normalise_model_name(fact.model)
-        learned[name] = LearnedEntry.model_validate(merge_fact(learned.get(name), fact))
-    return caps.model_copy(update={"learned": learned})
-
-
-def _merge_into(entry: CommentedMap, fact: LearnedFact) -> None:
-    """merge_fact applied in place, so ruamel keeps the entry's comments and order."""
-    merged = merge_fact(entry, fact)
-    for key in [k for k in entry if k not in merged or k in _PROVENANCE]:
-        del entry[key]
-    for key, value in merged.items():
-        if isinstance(value, list):
-            value = CommentedSeq(value)
-            value.fa.set_flow_style()
-        entry[key] = DoubleQuotedScalarString(value) if key == "at" else value
-
-
-def splice_learned(text: str, facts: Sequence[LearnedFact]) -> str:
-    """`text` with facts merged into its top-level `learned:` section; all else byte-identical."""
-    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
-    span = _learned_span(lines)
-    yaml = YAML(typ="rt")
-    yaml.preserve_quotes = True
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.width = 4096  # evidence strings stay on one line
-    doc = yaml.load("".join(lines[span[0]:span[1]])) if span else None
-    doc = doc if isinstance(doc, CommentedMap) else CommentedMap()
-    learned = doc.get("learned")
-    learned = doc["learned"] = learned if isinstance(learned, CommentedMap) else CommentedMap()
-    learned.fa.set_block_style()
-    for fact in facts:
-        name = normalise_model_name(fact.model)
-        entry = learned.get(name)
-        entry = entry if isinstance(entry, CommentedMap) else CommentedMap()
-        entry.fa.set_block_style()
-        learned[DoubleQuotedScalarString(name)] = entry
-        _merge_into(entry, fact)
-    out = StringIO()
-    yaml.dump(doc, out)
-    if span is None:
-        return text + ("\n" if text and not text.endswith("\n") else "") + out.getvalue()
-    return "".join(lines[: span[0]]) + out.getvalue() + "".join(lines[span[1]:])
-
-
-def _learned_span(lines: Sequence[str]) -> tuple[int, int] | None:
-    """Line range of the top-level `learned:` key, without trailing blanks and col-0 comments."""
-    start = next((i for i, line in enumerate(lines) if _LEARNED_KEY.match(line)), None)
-    if start is None:
-        return None
-    end = start + 1
-    while end < len(lines) and not _is_top_level(lines[end]):
-        end += 1
-    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
-        end -= 1  # a column-0 comment after the section introduces what follows
-    return start, end
-
-
-def _is_top_level(line: str) -> bool:
-    return bool(line.strip()) and not line[0].isspace() and not line.startswith("#")

@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.schema import Capabilities
-from proxy.capabilities.store import CapabilityStore, splice_learned
+from proxy.capabilities.shipped import shipped_text
+from proxy.capabilities.splice import splice_learned
+from proxy.capabilities.store import CapabilityStore
 from proxy.learning import LearnedFact
 
 AT = "2026-11-22T10:00:00Z"
@@ -231,18 +233,11 @@ def test_reload_picks_up_a_change(cap_file: Path) -> None:
     assert store.profile("phi4") is first  # cached
     cap_file.write_text(BASE + '  "phi4*":\n    max_tools: 4\n')
     os.utime(cap_file, ns=(time.time_ns(), time.time_ns() + 10**9))
+    assert store.profile("phi4").max_tools == 64  # a request never pays for the parse
+    assert store.reload_if_changed() is True
     assert store.profile("phi4").max_tools == 4
     assert store.generation == 2
     assert store.reload_if_changed() is False
-
-
-def test_check_interval_limits_stats(cap_file: Path) -> None:
-    store = CapabilityStore(cap_file, check_interval=3600)
-    store.profile("phi4")
-    cap_file.write_text(BASE + '  "phi4*":\n    max_tools: 4\n')
-    assert store.profile("phi4").max_tools == 64
-    assert store.reload_if_changed() is True
-    assert store.profile("phi4").max_tools == 4
 
 
 def test_broken_edit_keeps_last_good_until_fixed(
@@ -252,30 +247,33 @@ def test_broken_edit_keeps_last_good_until_fixed(
     broken = BASE.replace("max_tools: 64", "max_tools: lots")
     cap_file.write_text(broken)
     with caplog.at_level(logging.WARNING):
+        assert store.reload_if_changed() is False
         assert store.profile("qwen3").tools == "native"
-        store.reload_if_changed()
         os.utime(cap_file, ns=(time.time_ns(), time.time_ns() + 10**9))
-        assert store.profile("qwen3").tools == "native"  # same broken content again
+        assert store.reload_if_changed() is False  # same broken content again
     error = store.last_error()
     assert error is not None and error.startswith(f"{cap_file}:6: ")
     assert len([r for r in caplog.records if "max_tools" in r.getMessage()]) == 1
     assert store.capabilities().defaults.max_tools == 64
     cap_file.write_text(BASE.replace("max_tools: 64", "max_tools: 9"))
     os.utime(cap_file, ns=(time.time_ns(), time.time_ns() + 2 * 10**9))
+    assert store.reload_if_changed() is True
     assert store.profile("x").max_tools == 9
     assert store.last_error() is None
 
 
-def test_missing_file_is_defaults_and_learning_creates_it(
+def test_missing_file_is_created_from_the_shipped_one(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "capabilities.yaml"
     with caplog.at_level(logging.INFO):
-        store = CapabilityStore(path, check_interval=0)
-        store.profile("a")
-        store.profile("b")
-    assert [r.levelno for r in caplog.records] == [logging.INFO]
+        store = CapabilityStore(path, check_interval=0, create_missing=True)
+        store.reload_if_changed()
+    assert path.read_text() == shipped_text()
+    assert [(r.levelno, str(path) in r.getMessage()) for r in caplog.records] == [
+        (logging.INFO, True)]
     assert store.last_error() is None
+    assert store.profile("gemma3:4b").tools == "emulate"  # a shipped entry is in force
     store.record([fact("m")])
     assert load(path).learned["m:latest"].tools == "off"
     assert stat.S_IMODE(path.stat().st_mode) == 0o644

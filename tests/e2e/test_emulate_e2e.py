@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
+from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply
 
 from proxy.formats import FORMATS, get_format
@@ -27,18 +27,16 @@ HISTORY: list[Any] = [
 ]
 
 
-def _configure(path: Path, tool_format: str) -> None:
-    path.write_text(f'version: 1\nmodels:\n  "gemma3:*":\n    tools: emulate\n'
-                    f'    tool_format: {tool_format}\n')
-    stat = path.stat()
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+def _configure(path: Path, tool_format: str, proxy_url: str) -> None:
+    edit_and_wait(path, f'version: 1\nmodels:\n  "gemma3:*":\n    tools: emulate\n'
+                        f'    tool_format: {tool_format}\n', proxy_url)
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))
 @pytest.mark.parametrize("stream", [False, True])
 def test_emulated_call_in_each_format(fake: FakeOllama, client: openai.OpenAI, caps_path: Path,
-                                      name: str, stream: bool) -> None:
-    _configure(caps_path, name)
+                                      proxy_url: str, name: str, stream: bool) -> None:
+    _configure(caps_path, name, proxy_url)
     text = get_format(name).render_calls([ParsedCall("get_weather", {"city": "Tokyo"})])
     fake.reply("gemma3:4b", Reply(content=[text[i:i + 5] for i in range(0, len(text), 5)]))
 

@@ -1,0 +1,145 @@
+"""Merge learned facts into the `learned:` section of capabilities.yaml text.
+
+Pure: text and facts in, text out. Only the lines of the top-level `learned:`
+key are re-rendered (by ruamel's round trip, so comments inside the section
+survive); every byte before and after it is copied as it was, because the rest
+of the file is a person's. Deciding *when* to write, and writing, is the
+store's job (store.py, write.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from io import StringIO
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
+from proxy.capabilities.load import parse_capabilities
+from proxy.capabilities.resolve import learned_key, normalise_model_name
+from proxy.capabilities.schema import Capabilities
+from proxy.learning import LearnedFact, merge_fact
+
+_PROVENANCE = ("source", "at", "evidence", "upstream")
+_LEARNED_KEY = re.compile(r"""^(learned|"learned"|'learned')[ \t]*:(?=[ \t]|\r?$)""")
+_OLDEST = datetime.min
+
+
+def splice_learned(
+    text: str, facts: Sequence[LearnedFact], *, max_entries: int | None = None
+) -> str:
+    """`text` with facts merged into its top-level `learned:`; all else byte-identical.
+
+    With `max_entries`, the entries learned longest ago (`at`) are removed
+    until at most that many remain.
+    """
+    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
+    span = _learned_span(lines)
+    yaml = _yaml()
+    doc = yaml.load("".join(lines[span[0]:span[1]])) if span else None
+    doc = doc if isinstance(doc, CommentedMap) else CommentedMap()
+    learned = doc.get("learned")
+    learned = doc["learned"] = learned if isinstance(learned, CommentedMap) else CommentedMap()
+    learned.fa.set_block_style()
+    for fact in facts:
+        _merge_fact(learned, fact)
+    if max_entries is not None:
+        for key in oldest_first(learned)[: max(0, len(learned) - max_entries)]:
+            del learned[key]
+    out = StringIO()
+    yaml.dump(doc, out)
+    if span is None:
+        return text + ("\n" if text and not text.endswith("\n") else "") + out.getvalue()
+    return "".join(lines[: span[0]]) + out.getvalue() + "".join(lines[span[1]:])
+
+
+def splice_checked(
+    text: str, current: Capabilities, facts: Sequence[LearnedFact], max_entries: int
+) -> tuple[str, Capabilities] | None:
+    """`splice_learned` and what the new text loads as, proven not to change what the
+    person's sections mean; None if it cannot be done (the new text would not load,
+    or would read differently)."""
+    try:
+        new_text = splice_learned(text, facts, max_entries=max_entries)
+    except Exception:  # noqa: BLE001 - ruamel raises assorted types on odd layouts
+        return None
+    updated = parse_capabilities(new_text, "")[0]
+    if updated is None or _outside(updated) != _outside(current):
+        return None
+    return new_text, updated
+
+
+def _outside(caps: Capabilities) -> Capabilities:
+    return caps.model_copy(update={"learned": {}})
+
+
+def oldest_first(entries: dict[Any, Any]) -> list[Any]:
+    """Keys of learned entries, least recently learned first (file order breaks ties)."""
+    order = {key: i for i, key in enumerate(entries)}
+    return sorted(entries, key=lambda key: (_learned_at(entries[key]), order[key]))
+
+
+def _learned_at(entry: object) -> datetime:
+    at = entry.get("at") if isinstance(entry, dict) else getattr(entry, "at", None)
+    try:
+        parsed = datetime.fromisoformat(str(at))
+    except ValueError:
+        return _OLDEST  # no usable time: the first to go
+    return parsed if parsed.tzinfo is None else parsed.astimezone(UTC).replace(tzinfo=None)
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096  # evidence strings stay on one line
+    return yaml
+
+
+def _merge_fact(learned: CommentedMap, fact: LearnedFact) -> None:
+    # An entry already there under another spelling of the same model is the
+    # one to update (the file may not hold two keys naming one model).
+    name = normalise_model_name(fact.model)
+    key = next((k for k in learned if normalise_model_name(str(k)) == name), None)
+    entry = learned.get(key) if key is not None else None
+    if not isinstance(entry, CommentedMap):
+        entry = CommentedMap()
+        if key is not None:
+            del learned[key]
+        key = DoubleQuotedScalarString(learned_key(fact.model))
+    entry.fa.set_block_style()
+    learned[key] = entry
+    _merge_into(entry, fact)
+
+
+def _merge_into(entry: CommentedMap, fact: LearnedFact) -> None:
+    """merge_fact applied in place, so ruamel keeps the entry's comments and order."""
+    merged = merge_fact(entry, fact)
+    for key in [k for k in entry if k not in merged or k in _PROVENANCE]:
+        del entry[key]
+    for key, value in merged.items():
+        if isinstance(value, list):
+            value = CommentedSeq(value)
+            value.fa.set_flow_style()
+        entry[key] = DoubleQuotedScalarString(value) if key == "at" else value
+
+
+def _learned_span(lines: Sequence[str]) -> tuple[int, int] | None:
+    """Line range of the top-level `learned:` key, without trailing blanks and col-0 comments."""
+    start = next((i for i, line in enumerate(lines) if _LEARNED_KEY.match(line)), None)
+    if start is None:
+        return None
+    end = start + 1
+    while end < len(lines) and not _is_top_level(lines[end]):
+        end += 1
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1  # a column-0 comment after the section introduces what follows
+    return start, end
+
+
+def _is_top_level(line: str) -> bool:
+    return bool(line.strip()) and not line[0].isspace() and not line.startswith("#")

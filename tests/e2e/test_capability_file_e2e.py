@@ -1,0 +1,216 @@
+"""The capability file seen from outside: first run, reload with no request, bounded
+learning, odd names, case, facts waiting for a fixed file, repair by default."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import orjson
+import pytest
+from ruamel.yaml import YAML
+from support.capfile import replace_text
+from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.servers import serve
+
+from proxy.app import create_app
+from proxy.capabilities.shipped import shipped_text
+from proxy.settings import Settings
+
+TOOLS: list[Any] = [{"type": "function", "function": {
+    "name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+MSG: list[Any] = [{"role": "user", "content": "hi"}]
+PERSON = "# mine\nversion: 1\nmodels:\n  \"qwen3*\":\n    max_tools: 10\n"
+
+
+def _learned(path: Path) -> dict[str, Any]:
+    data = YAML(typ="safe").load(path.read_text())
+    return dict(data.get("learned") or {})
+
+
+def _wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def _facts_written(url: str) -> float:
+    for line in httpx.get(url + "/metrics").text.splitlines():
+        if line.startswith("toolshim_learned_facts_written_total "):
+            return float(line.split()[1])
+    raise AssertionError("metric missing")
+
+
+def test_first_run_outside_the_clone_creates_the_file_from_the_shipped_one(
+        new_sdk: Callable[..., openai.OpenAI], fake: FakeOllama,
+        make_settings: Callable[..., Settings], tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "elsewhere" / "capabilities.yaml"
+    path.parent.mkdir()
+    with caplog.at_level(logging.INFO), \
+            serve(create_app(make_settings(capabilities=str(path), probe=False))) as url:
+        new_sdk(url).chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)
+        # The shipped gemma3 entry (emulate) was in force from the first request on.
+        assert "tools" not in fake.chat_requests()[-1]
+        assert "get_weather" in str(fake.chat_requests()[-1]["messages"])
+    assert path.read_text() == shipped_text()
+    created = [r for r in caplog.records if str(path) in r.getMessage()]
+    assert len(created) == 1 and "created" in created[0].getMessage()
+
+
+def test_reload_and_errors_show_without_any_chat_request(
+        fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caps_path.write_text(PERSON)
+    with caplog.at_level(logging.WARNING), \
+            serve(create_app(make_settings(reload_interval=0.05))) as url:
+        def admin() -> dict[str, Any]:
+            body: dict[str, Any] = httpx.get(url + "/admin/capabilities").json()
+            return body
+
+        replace_text(caps_path, PERSON.replace("10", "lots"))
+        _wait_for(lambda: admin()["last_reload_error"] is not None)
+        assert "capabilities.yaml:5" in httpx.get(url + "/readyz").json()["capabilities"]
+        time.sleep(0.3)  # several more checks of the same bad file: still one warning
+        replace_text(caps_path, PERSON.replace("10", "12"))
+        _wait_for(lambda: admin()["last_reload_error"] is None)
+        assert httpx.get(url + "/readyz").json()["capabilities"] == "ok"
+    assert fake.chat_requests() == []
+    warned = [r for r in caplog.records if "max_tools" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].threadName == "toolshim-capabilities"
+
+
+def test_fact_learned_while_the_file_is_invalid_is_written_once_it_is_fixed(
+        new_sdk: Callable[..., openai.OpenAI], fake: FakeOllama,
+        make_settings: Callable[..., Settings], caps_path: Path) -> None:
+    broken = PERSON + "  oops: [\n"
+    caps_path.write_text(broken)
+    with serve(create_app(make_settings(probe=False, reload_interval=0.05))) as url:
+        raw = new_sdk(url).chat.completions.with_raw_response.create(
+            model="gemma3:4b", messages=MSG, tools=TOOLS)
+        assert raw.headers["x-toolshim-rung"] == "off"
+        time.sleep(0.3)
+        assert caps_path.read_text() == broken  # never clobbered
+        assert _facts_written(url) == 0  # nothing written yet, so nothing counted
+        replace_text(caps_path, PERSON)  # the person fixes it; no request follows
+        _wait_for(lambda: "gemma3:4b" in _learned(caps_path))
+        assert caps_path.read_text().startswith(PERSON)
+        _wait_for(lambda: _facts_written(url) == 1)
+
+
+def test_pending_facts_are_written_on_shutdown(
+        new_sdk: Callable[..., openai.OpenAI], fake: FakeOllama,
+        make_settings: Callable[..., Settings], caps_path: Path) -> None:
+    caps_path.write_text(PERSON)
+    # A long interval: the only chance to write the second fact is shutdown.
+    with serve(create_app(make_settings(probe=False, reload_interval=3600))) as url:
+        sdk = new_sdk(url)
+        fake.add_model("other:1b", tools=False)
+        sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)
+        sdk.chat.completions.create(model="other:1b", messages=MSG, tools=TOOLS)
+    assert {"gemma3:4b", "other:1b"} <= set(_learned(caps_path))
+
+
+def test_long_and_odd_model_names_never_stop_learning(
+        new_sdk: Callable[..., openai.OpenAI], fake: FakeOllama,
+        make_settings: Callable[..., Settings], caps_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caps_path.write_text(PERSON)
+    long_name = "m" * 300 + ":1b"
+    for name in (long_name, "refuse-x[", "plain:1b"):
+        fake.add_model(name, tools=False)
+    with caplog.at_level(logging.WARNING), \
+            serve(create_app(make_settings(probe=False))) as url:
+        sdk = new_sdk(url)
+        for name in (long_name, "refuse-x[", "plain:1b"):
+            reply = sdk.chat.completions.create(model=name, messages=MSG, tools=TOOLS)
+            assert (reply.choices[0].message.content or "").startswith(f"Hello from {name}")
+        _wait_for(lambda: "plain:1b" in _learned(caps_path))
+    assert set(_learned(caps_path)) == {"plain:1b"}
+    assert caps_path.read_text().startswith(PERSON)
+    odd = [r.getMessage() for r in caplog.records if "refuse-x[" in r.getMessage()]
+    assert len(odd) == 1 and "not learning" in odd[0] and "unclosed '['" in odd[0]
+
+
+def test_learned_keys_keep_the_clients_spelling(
+        new_sdk: Callable[..., openai.OpenAI], fake: FakeOllama,
+        make_settings: Callable[..., Settings], caps_path: Path) -> None:
+    name = "hf.co/Org/Model-GGUF:Q4_K_M"
+    fake.add_model(name, tools=False)
+    with serve(create_app(make_settings(probe=False))) as url:
+        sdk = new_sdk(url)
+        sdk.chat.completions.create(model=name, messages=MSG, tools=TOOLS)
+        _wait_for(lambda: name in _learned(caps_path))
+        models = httpx.get(url + "/admin/capabilities").json()["models"]
+        assert models[name]["profile"]["tools"] == "off"
+        again = sdk.chat.completions.with_raw_response.create(model=name, messages=MSG,
+                                                              tools=TOOLS)
+        assert "x-toolshim-retries" not in again.headers
+    assert f'"{name}":' in caps_path.read_text()
+
+
+def test_learned_entries_are_capped_oldest_first(
+        new_sdk: Callable[..., openai.OpenAI], fake: FakeOllama,
+        make_settings: Callable[..., Settings], caps_path: Path) -> None:
+    caps_path.write_text(PERSON + "learned:\n" + "".join(
+        f'  "old{i}:1b":\n    tools: off\n    source: probe\n    at: "2026-01-0{i + 1}T00:00:00Z"\n'
+        for i in range(3)))
+    fake.add_model("new:1b", tools=False)
+    with serve(create_app(make_settings(probe=False, max_learned=3))) as url:
+        new_sdk(url).chat.completions.create(model="new:1b", messages=MSG, tools=TOOLS)
+        _wait_for(lambda: "new:1b" in _learned(caps_path))
+    assert list(_learned(caps_path)) == ["old1:1b", "old2:1b", "new:1b"]
+    assert caps_path.read_text().startswith(PERSON)
+
+
+def test_requests_are_answered_while_a_big_file_is_being_parsed(
+        client: openai.OpenAI, fake: FakeOllama, make_settings: Callable[..., Settings],
+        caps_path: Path) -> None:
+    # A file of many comments once froze every request for seconds (11 MB: 4.4 s; ruamel's
+    # comment handling grows faster than linearly); the parse now runs on the keeper
+    # thread, and the last good version serves meanwhile.
+    settings = make_settings(max_capabilities_bytes=64 * 1024 * 1024, reload_interval=0.05,
+                             probe=False)
+    app = create_app(settings)
+    with serve(app) as url:
+        sdk = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=20)
+        try:
+            store = app.state.services.store
+            generation = store.generation
+            replace_text(caps_path, PERSON + "# padding padding padding padding\n" * 40_000)
+            _wait_for(lambda: bool(store.reloading), timeout=20)
+            reply = sdk.chat.completions.create(model="qwen3:8b", messages=MSG)
+            assert reply.choices[0].message.content == "Hello from qwen3:8b"
+            assert store.reloading and store.generation == generation  # still parsing
+            _wait_for(lambda: store.generation > generation, timeout=120)
+        finally:
+            sdk.close()
+
+
+def test_a_file_over_the_size_limit_is_a_reload_error(
+        fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
+    caps_path.write_text(PERSON)
+    with serve(create_app(make_settings(reload_interval=0.05))) as url:
+        replace_text(caps_path, PERSON + "# " + "x" * 8_500_000 + "\n")  # 8.5 MB
+        _wait_for(lambda: httpx.get(url + "/readyz").json()["capabilities"] != "ok")
+        error = httpx.get(url + "/readyz").json()["capabilities"]
+        assert "over the limit" in error
+        admin = httpx.get(url + "/admin/capabilities").json()
+        assert admin["generation"] == 1 and admin["patterns"] == ["qwen3*"]  # last good
+
+
+def test_invalid_tool_call_arguments_are_repaired_by_default(
+        client: openai.OpenAI, fake: FakeOllama) -> None:
+    fake.reply("qwen3:8b", Reply(tool_calls=[tool_call("get_weather", "{'city': 'Paris',}")]))
+    reply = client.chat.completions.create(model="qwen3:8b", messages=MSG, tools=TOOLS)
+    calls = reply.choices[0].message.tool_calls
+    assert calls is not None and len(calls) == 1
+    assert orjson.loads(calls[0].function.arguments) == {"city": "Paris"}
+
