@@ -177,3 +177,4 @@ def record_validation(store: CapabilityStore, result: dict[str, Any], at: str) -
         at=existing.at if existing else at,
         evidence=existing.evidence if existing else "toolshim validate",
         upstream=existing.upstream if existing else None)])
+    store.flush()  # a person asked for it: on disk before the answer, not at the next tick

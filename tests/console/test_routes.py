@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from support.fake_ollama import FakeOllama, Reply, tool_call
 
 from proxy.app import create_app
 from proxy.settings import Settings
+from tests.support.capfile import replace_text
 
 KEY = "sk-console-test-1234"
 AUTH = {"authorization": f"Bearer {KEY}"}
@@ -123,8 +125,12 @@ async def test_models_lists_upstream_and_file_models_with_provenance(
 async def test_models_shows_a_reload_error_and_keeps_the_last_good_version(
         console: Callable[..., Any], caps_file: Path) -> None:
     http = await console()
-    caps_file.write_text(FILE + "  \"qwen3:1b\":\n    tools: sometimes\n")
-    body = (await http.get("/admin/models")).json()
+    replace_text(caps_file, FILE + "  \"qwen3:1b\":\n    tools: sometimes\n")
+    for _ in range(500):  # the file is reloaded in the background, never on a request
+        body = (await http.get("/admin/models")).json()
+        if body["last_reload_error"]:
+            break
+        await asyncio.sleep(0.02)
     assert "tools" in body["last_reload_error"] and str(caps_file) in body["last_reload_error"]
     assert {m["name"]: m for m in body["models"]}["gemma3:4b"]["tools"] == "off"
 
