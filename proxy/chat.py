@@ -15,10 +15,10 @@ from typing import Any
 
 import anyio
 import httpx
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from proxy.backends.adapting import MAX_QUIRK_RETRIES, AdaptingSender
 from proxy.chat_request import parse_chat_request, read_body
 from proxy.errors import ApiError, upstream_error_body
 from proxy.exchange import Exchange, now_iso
@@ -32,7 +32,7 @@ from proxy.telemetry import RequestRecord
 from proxy.transforms.request import apply_request_steps
 from proxy.transforms.response import build_pipeline
 from proxy.types import ChatRequest, Observation, Plan, Profile
-from proxy.upstream import Upstream, forward_headers, send
+from proxy.upstream import Upstream, forward_headers
 
 
 async def chat_completions(request: Request) -> Response:
@@ -156,19 +156,21 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
                               keep_client_auth=not ex.svc.settings.api_keys)
     headers["content-type"] = "application/json"
     headers["accept-encoding"] = "identity"
-    for attempt in range(3):
-        body, notes = apply_request_steps(chat, profile, plan)
+    sender = AdaptingSender(profile, chat)  # backend quirks: backends/adapting.py
+    for attempt in range(3 + MAX_QUIRK_RETRIES):
+        body, notes = apply_request_steps(chat, sender.profile, plan)
         t0 = time.perf_counter()
-        response = await send(upstream, "POST", "/v1/chat/completions",
-                              content=orjson.dumps(body), headers=headers)
+        response = await sender.send(upstream, body, headers)
         if response.status_code < 400:
             ex.upstream_s += time.perf_counter() - t0
             ex.record.rung = rung_name(plan)
-            _note_request_changes(ex, notes)
+            _note_request_changes(ex, notes + sender.confirmed())
             return response, plan
         raw = await response.aread()
         await response.aclose()
         ex.upstream_s += time.perf_counter() - t0
+        if await sender.retry_after(response.status_code, raw, body):
+            continue
         refusal = classify_refusal(response.status_code, raw)
         step = next_plan(plan, refusal, profile, attempt) if refusal else None
         if step is None or refusal is None:
