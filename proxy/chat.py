@@ -19,6 +19,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxy.backends.adapting import MAX_QUIRK_RETRIES, AdaptingSender
+from proxy.backends.error_text import client_message
+from proxy.backends.listing import require_listed
 from proxy.chat_request import parse_chat_request, read_body
 from proxy.errors import ApiError, upstream_error_body
 from proxy.exchange import Exchange, now_iso
@@ -94,6 +96,7 @@ async def _answer(ex: Exchange, chat: ChatRequest) -> Response:
     upstream = await svc.route(chat["model"])
     ex.record.model, ex.record.upstream = chat["model"], upstream.root
     ex.record.stream = bool(chat.get("stream"))
+    await require_listed(svc, chat["model"])  # 404 rather than another model
     if svc.settings.log_prompts:
         _log_prompt(ex, chat)
     profile = await resolve_profile(svc, chat["model"], upstream)
@@ -203,5 +206,6 @@ def _note_request_changes(ex: Exchange, notes: list[Observation]) -> None:
 
 def _upstream_failure(status: int, raw: bytes) -> ApiError:
     err = upstream_error_body(status, raw)["error"]
-    return ApiError(status, err["message"], type_=err["type"], param=err["param"],
+    return ApiError(status, client_message(status, err["message"]), type_=err["type"],
+                    param=err["param"],
                     code=err["code"])
