@@ -106,11 +106,14 @@ async def _as_stream(response: httpx.Response, include_usage: bool) -> httpx.Res
         completion = None
     if not isinstance(completion, dict) or not isinstance(completion.get("choices"), list):
         # Not a completion: the relay's own check answers upstream_invalid.
-        return httpx.Response(response.status_code, content=raw, request=response.request,
-                              headers={"content-type": "application/json"})
-    return httpx.Response(200, content=completion_to_sse(completion, include_usage),
-                          request=response.request,
-                          headers={"content-type": "text/event-stream"})
+        return _unread(response, raw, "application/json")
+    return _unread(response, completion_to_sse(completion, include_usage), "text/event-stream")
+
+
+def _unread(original: httpx.Response, body: bytes, content_type: str) -> httpx.Response:
+    """A response whose body is still to be streamed, as the relay expects one."""
+    return httpx.Response(original.status_code, headers={"content-type": content_type},
+                          stream=httpx.ByteStream(body), request=original.request)
 
 
 async def _replay(first: bytes, pieces: AsyncIterator[bytes],

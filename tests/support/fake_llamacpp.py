@@ -35,6 +35,14 @@ NULL_CONTENT_ERROR = (
     "in create_chat_completion\n    POST /v1/chat/completions"
 )
 
+BAD_ROLE_ERROR = (
+    "7 validation errors:\n  {'type': 'literal_error', 'loc': ('body', 'messages', 0, "
+    "'ChatCompletionRequestSystemMessage', 'role'), 'msg': \"Input should be 'system'\", "
+    "'input': 'wizard'}\n\n  File \"<site-packages>/llama_cpp/server/app.py\", line 376, in "
+    "create_chat_completion\n    POST /v1/chat/completions"
+)
+ROLES = ("system", "user", "assistant", "tool", "function")
+
 
 class FakeLlamaCpp:
     def __init__(self, models: tuple[str, ...] = (MODEL, "gemma-3-270m")) -> None:
@@ -58,8 +66,11 @@ class FakeLlamaCpp:
         body = orjson.loads(await request.body())
         with self.lock:
             self.requests.append(body)
-        if any(_null_call_turn(m) for m in body.get("messages") or []):
+        messages = body.get("messages") or []
+        if any(_null_call_turn(m) for m in messages):
             return _error(500, NULL_CONTENT_ERROR)
+        if any(m.get("role") not in ROLES for m in messages):
+            return _error(500, BAD_ROLE_ERROR)
         choice = body.get("tool_choice")
         tools = body.get("tools") or []
         named = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
