@@ -18,6 +18,7 @@ import httpx
 import orjson
 
 from proxy.backends.sse_frames import UsageFiller, completion_to_sse, prompt_chars
+from proxy.errors import ApiError
 from proxy.quirks import EMPTY_STREAM, Quirk, is_empty_stream, quirk_for_error
 from proxy.transforms.request.backend_quirks import without_stream
 from proxy.types import ChatRequest, Observation, Profile
@@ -55,7 +56,7 @@ class AdaptingSender:
         if tools and is_empty_stream(first):
             await response.aclose()
             self._learn(EMPTY_STREAM)
-            retry = await _post(upstream, without_stream(body), headers)
+            retry = await _post_again(upstream, without_stream(body), headers)
             return await _as_stream(retry, self._usage)
         filler = UsageFiller(prompt_chars(body)) if self._usage else None
         return _rewrap(response, _replay(first or b"", pieces, filler))
@@ -82,14 +83,35 @@ async def _post(upstream: Upstream, body: ChatRequest,
     return await send(upstream, "POST", _PATH, content=orjson.dumps(body), headers=headers)
 
 
+async def _post_again(upstream: Upstream, body: ChatRequest,
+                      headers: Mapping[str, str]) -> httpx.Response:
+    """POST right after a broken stream: its pooled connection may be dead.
+
+    llama-cpp-python keeps the connection of an empty stream alive on paper but
+    closes it, so the next request on it fails before reaching the server.
+    """
+    try:
+        return await _post(upstream, body, headers)
+    except ApiError as exc:
+        if exc.code != "upstream_unavailable":
+            raise
+        return await _post(upstream, body, headers)
+
+
 async def _first_bytes(pieces: AsyncIterator[bytes]) -> bytes | None:
     """Bytes up to the first non-blank piece; None when the stream ended first."""
     seen = b""
-    async for piece in pieces:
-        seen += piece
+    try:
+        async for piece in pieces:
+            seen += piece
+            if seen.strip():
+                return seen
+    except ApiError:
+        # llama-cpp-python ends its empty stream without the final chunk of the
+        # chunked encoding, which the transport reports as a broken connection.
         if seen.strip():
-            return seen
-    return None if not seen else seen
+            raise
+    return None
 
 
 async def _as_stream(response: httpx.Response, include_usage: bool) -> httpx.Response:
