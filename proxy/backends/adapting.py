@@ -12,6 +12,7 @@ observations by `confirmed`, so learning.py records it under `learned:`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Mapping
 
 import httpx
@@ -28,6 +29,8 @@ MAX_QUIRK_RETRIES = 3
 """one per kind of quirk: stream, required tool_choice, null content."""
 
 _PATH = "/v1/chat/completions"
+_DEAD_CONNECTION_S = 1.0
+"""a failure faster than this on the resend is the dead pooled connection."""
 
 
 class AdaptingSender:
@@ -88,12 +91,14 @@ async def _post_again(upstream: Upstream, body: ChatRequest,
     """POST right after a broken stream: its pooled connection may be dead.
 
     llama-cpp-python keeps the connection of an empty stream alive on paper but
-    closes it, so the next request on it fails before reaching the server.
+    closes it, so the next request on it fails at once (reset or disconnected,
+    which the transport may even call a timeout); a slow failure is not that.
     """
+    started = time.monotonic()
     try:
         return await _post(upstream, body, headers)
-    except ApiError as exc:
-        if exc.code != "upstream_unavailable":
+    except ApiError:
+        if time.monotonic() - started > _DEAD_CONNECTION_S:
             raise
         return await _post(upstream, body, headers)
 

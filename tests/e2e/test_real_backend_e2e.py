@@ -65,9 +65,9 @@ def _raw_stream(proxy: str, **body: Any) -> list[Any]:
     request = {"model": MODEL, "messages": ASK, "stream": True, **LIMITS, **body}
     with httpx.stream("POST", proxy + "/v1/chat/completions", json=request,
                       timeout=120) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
         text = response.read().decode()
+        assert response.status_code == 200, text
+        assert response.headers["content-type"].startswith("text/event-stream")
     events = [e[len("data: "):] for e in text.split("\n\n") if e.startswith("data: ")]
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
