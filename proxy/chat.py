@@ -172,7 +172,7 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
         raw = await response.aread()
         await response.aclose()
         ex.upstream_s += time.perf_counter() - t0
-        if await sender.retry_after(response.status_code, raw, body):
+        if sender.retry_after(response.status_code, raw, body):
             continue
         refusal = classify_refusal(response.status_code, raw)
         step = next_plan(plan, refusal, profile, attempt) if refusal else None

@@ -64,7 +64,7 @@ class AdaptingSender:
         filler = UsageFiller(prompt_chars(body)) if self._usage else None
         return _rewrap(response, _replay(first or b"", pieces, filler))
 
-    async def retry_after(self, status: int, raw: bytes, sent: ChatRequest) -> bool:
+    def retry_after(self, status: int, raw: bytes, sent: ChatRequest) -> bool:
         """Whether a rewrite may cure this error answer; the profile then has it on."""
         quirk = quirk_for_error(status, raw, sent, self.profile)
         if quirk is None:

@@ -148,9 +148,9 @@ def test_an_upstream_listing_nothing_is_not_held_to_its_list(
         new_sdk: Callable[..., openai.OpenAI], make_settings: Callable[..., Settings]) -> None:
     empty = FakeOllama()  # lists `"data": null`: it may still serve what it is asked for
     with serve(empty.app, lifespan="off") as backend, \
-            serve(create_app(make_settings(upstreams=(backend,)))) as url:
-        with pytest.raises(openai.NotFoundError) as info:
-            new_sdk(url).chat.completions.create(model="nosuch", messages=MSG)
+            serve(create_app(make_settings(upstreams=(backend,)))) as url, \
+            pytest.raises(openai.NotFoundError) as info:
+        new_sdk(url).chat.completions.create(model="nosuch", messages=MSG)
     assert "model 'nosuch' not found" in str(info.value)  # the backend's own answer
     assert len(empty.chat_requests()) == 1
 
