@@ -34,11 +34,13 @@ from typing import Any
 
 import anyio
 import httpx
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
 from proxy.api.failures import answer_or_error
+from proxy.backends.adapting import MAX_QUIRK_RETRIES, AdaptingSender
+from proxy.backends.error_text import client_message
+from proxy.backends.listing import require_listed
 from proxy.chat_request import parse_chat_request, read_body
 from proxy.console.gate import below_min_validation
 from proxy.errors import ApiError, upstream_error_body
@@ -54,7 +56,7 @@ from proxy.telemetry import RequestRecord
 from proxy.transforms.request import apply_request_steps
 from proxy.transforms.response import build_pipeline
 from proxy.types import ChatRequest, Observation, Plan, Profile
-from proxy.upstream import Upstream, forward_headers, send
+from proxy.upstream import Upstream, forward_headers
 
 
 async def chat_completions(request: Request) -> Response:
@@ -113,6 +115,7 @@ async def run_chat(ex: Exchange, chat: ChatRequest) -> ChatRun:
     upstream = await svc.route(chat["model"])
     ex.record.model, ex.record.upstream = chat["model"], upstream.root
     ex.record.stream = bool(chat.get("stream"))
+    await require_listed(svc, chat["model"])  # 404 rather than another model
     if svc.settings.log_prompts:
         _log_prompt(ex, chat)
     profile = await profile_with_probe(svc, chat["model"], upstream)
@@ -181,21 +184,23 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
                               keep_client_auth=not ex.svc.settings.api_keys)
     headers["content-type"] = "application/json"
     headers["accept-encoding"] = "identity"
-    for attempt in range(3):
-        body, notes = apply_request_steps(chat, profile, plan)
+    sender = AdaptingSender(profile, chat)  # backend quirks: backends/adapting.py
+    for attempt in range(3 + MAX_QUIRK_RETRIES):
+        body, notes = apply_request_steps(chat, sender.profile, plan)
         ex.tap.sent(chat, body)
         t0 = time.perf_counter()
-        response = await send(upstream, "POST", "/v1/chat/completions",
-                              content=orjson.dumps(body), headers=headers)
+        response = await sender.send(upstream, body, headers)
         if response.status_code < 400:
             ex.upstream_s += time.perf_counter() - t0
             ex.record.rung = rung_name(plan)
-            _note_request_changes(ex, notes)
+            _note_request_changes(ex, notes + sender.confirmed())
             return response, plan
         raw = await response.aread()
         ex.tap.answered(response.status_code, raw)
         await response.aclose()
         ex.upstream_s += time.perf_counter() - t0
+        if sender.retry_after(response.status_code, raw, body):
+            continue
         refusal = classify_refusal(response.status_code, raw)
         step = next_plan(plan, refusal, profile, attempt) if refusal else None
         if step is None or refusal is None:
@@ -229,5 +234,6 @@ def _note_request_changes(ex: Exchange, notes: list[Observation]) -> None:
 
 def _upstream_failure(status: int, raw: bytes) -> ApiError:
     err = upstream_error_body(status, raw)["error"]
-    return ApiError(status, err["message"], type_=err["type"], param=err["param"],
+    return ApiError(status, client_message(status, err["message"]), type_=err["type"],
+                    param=err["param"],
                     code=err["code"])

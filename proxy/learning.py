@@ -62,12 +62,24 @@ def _probe(detail: Mapping[str, Any]) -> _Fields | None:
     return {"tools": "native" if tools else "off"}, "probe", _text(detail.get("evidence"))
 
 
+def _quirk(fields: dict[str, Any]) -> Callable[[Mapping[str, Any]], _Fields | None]:
+    """A backend quirk (quirks.py) seen and worked around: remember the workaround."""
+
+    def rule(detail: Mapping[str, Any]) -> _Fields | None:
+        return dict(fields), "runtime_error", _text(detail.get("evidence"))
+
+    return rule
+
+
 # Observation kind -> fact; kinds not listed (call_dropped, rung_used, ...) are counts.
 _RULES: Mapping[str, Callable[[Mapping[str, Any]], _Fields | None]] = {
     "tools_refused": _tools_refused,
     "tool_choice_refused": _tool_choice_refused,
     "text_calls_recovered": _text_calls_recovered,
     "probe": _probe,
+    "stream_tools_failed": _quirk({"stream_tools": False}),
+    "required_choice_failed": _quirk({"required_tool_choice": "rewrite"}),
+    "null_content_failed": _quirk({"null_content": False}),
 }
 
 

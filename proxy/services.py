@@ -54,6 +54,8 @@ class Services:
     listed_at: float = float("-inf")
     state: SharedState = field(default_factory=MemoryState)
     """What this replica shares with the others (proxy/state/; MemoryState alone)."""
+    listing_complete: dict[str, bool] = field(default_factory=dict)
+    """upstream root -> its last /v1/models answer named at least one model."""
 
     def pick_upstream(self, model: str) -> Upstream:
         """Explicit route first, then whoever lists the model, else the first upstream."""
@@ -75,9 +77,14 @@ class Services:
         roots = list(self.upstreams)
         results = await asyncio.gather(*(fetch_listing(self.upstreams[r]) for r in roots))
         for root, listing in zip(roots, results):
+            self.listing_complete[root] = bool(listing)
             for entry in listing or []:
                 if isinstance(entry.get("id"), str):
                     self.listing.setdefault(entry["id"], root)
+
+    def knows(self, model: str) -> bool:
+        """An explicit route or an upstream's listing names the model."""
+        return (self._routed(model) or self._listed(model)) is not None
 
     def _routed(self, model: str) -> Upstream | None:
         for route in self.settings.routes:

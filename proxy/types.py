@@ -26,6 +26,8 @@ ToolMode = Literal["auto", "native", "off", "emulate"]
 InvalidPolicy = Literal["drop", "repair", "keep"]
 ReasoningPolicy = Literal["pass", "strip", "move"]
 Fallback = Literal["off", "emulate"]
+ImplicitToolChoice = Literal["auto", "required"]
+RequiredChoice = Literal["pass", "rewrite"]
 
 
 # --- our values -------------------------------------------------------------
@@ -76,12 +78,22 @@ class Profile:
     """Where `auto` steps down to when the backend refuses tools."""
     recover_text_calls: bool = True
     reasoning: ReasoningPolicy = "pass"
+    stream_tools: bool = True
+    """False: the backend can't stream with tools; ask it whole and stream the answer."""
+    implicit_tool_choice: ImplicitToolChoice | None = "auto"
+    """Sent when the client offers tools without tool_choice (OpenAI's own default)."""
+    required_tool_choice: RequiredChoice = "pass"
+    """rewrite: `required` becomes the one tool by name, or `auto` plus a system note."""
+    null_content: bool = True
+    """False: assistant tool-call turns go upstream with `content: ""`, not null."""
     sources: Mapping[str, str] = field(default_factory=dict)
 
 
 ObservationKind = Literal[
     "tools_refused", "tool_choice_refused", "tool_choice_dropped", "tools_stripped",
     "text_calls_recovered", "call_dropped", "call_repaired", "probe",
+    # backend quirks (quirks.py)
+    "stream_tools_failed", "required_choice_failed", "null_content_failed",
 ]
 
 

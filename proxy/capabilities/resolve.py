@@ -40,6 +40,10 @@ _PROFILE_FIELDS: Mapping[str, str] = {
     "fallback": "fallback",
     "recover_text_calls": "recover_text_calls",
     "reasoning": "reasoning",
+    "stream_tools": "stream_tools",
+    "implicit_tool_choice": "implicit_tool_choice",
+    "required_tool_choice": "required_tool_choice",
+    "null_content": "null_content",
 }
 
 

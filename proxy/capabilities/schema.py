@@ -21,7 +21,14 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from pydantic_core import PydanticCustomError
 
 from proxy.formats import FORMATS
-from proxy.types import Fallback, InvalidPolicy, ReasoningPolicy, ToolMode
+from proxy.types import (
+    Fallback,
+    ImplicitToolChoice,
+    InvalidPolicy,
+    ReasoningPolicy,
+    RequiredChoice,
+    ToolMode,
+)
 
 # Every registered text format is a valid tool_format: adding a format module is enough.
 TOOL_FORMATS: frozenset[str] = frozenset(FORMATS)
@@ -157,6 +164,11 @@ class ModelEntry(_Entry):
     fallback: Fallback | None = None
     recover_text_calls: bool | None = None
     reasoning: ReasoningPolicy | None = None
+    stream_tools: bool | None = None
+    implicit_tool_choice: ImplicitToolChoice | None = None
+    """null: send no tool_choice when the client sent none."""
+    required_tool_choice: RequiredChoice | None = None
+    null_content: bool | None = None
 
     _non_null = field_validator(
         "tools",
@@ -170,6 +182,9 @@ class ModelEntry(_Entry):
         "fallback",
         "recover_text_calls",
         "reasoning",
+        "stream_tools",
+        "required_tool_choice",
+        "null_content",
     )(_not_null)
 
     @field_validator("rename")

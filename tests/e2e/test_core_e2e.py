@@ -135,10 +135,33 @@ def test_slow_upstream_is_504(new_sdk: Callable[..., openai.OpenAI],
     assert info.value.status_code == 504
 
 
-def test_upstream_404_passes_through(client: openai.OpenAI) -> None:
+def test_upstream_404_passes_through(fake: FakeOllama, client: openai.OpenAI) -> None:
+    # Listed, then removed on the backend (`ollama rm`) before the request: its own 404.
+    fake.reply("qwen3:8b", Reply(status=404, body=b'{"error":{"message":"model \'qwen3:8b\' '
+                                 b'not found","type":"not_found_error","param":null,'
+                                 b'"code":null}}\n'))
+    with pytest.raises(openai.NotFoundError) as info:
+        client.chat.completions.create(model="qwen3:8b", messages=MSG)
+    assert "model 'qwen3:8b' not found" in str(info.value)
+
+
+def test_an_upstream_listing_nothing_is_not_held_to_its_list(
+        new_sdk: Callable[..., openai.OpenAI], make_settings: Callable[..., Settings]) -> None:
+    empty = FakeOllama()  # lists `"data": null`: it may still serve what it is asked for
+    with serve(empty.app, lifespan="off") as backend, \
+            serve(create_app(make_settings(upstreams=(backend,)))) as url, \
+            pytest.raises(openai.NotFoundError) as info:
+        new_sdk(url).chat.completions.create(model="nosuch", messages=MSG)
+    assert "model 'nosuch' not found" in str(info.value)  # the backend's own answer
+    assert len(empty.chat_requests()) == 1
+
+
+def test_model_on_no_listing_is_model_not_found(fake: FakeOllama,
+                                                 client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError) as info:
         client.chat.completions.create(model="nosuch", messages=MSG)
-    assert "model 'nosuch' not found" in str(info.value)
+    assert info.value.code == "model_not_found"
+    assert fake.chat_requests() == []  # never sent to a backend that would answer another model
 
 
 def test_upstream_reset_mid_stream_ends_with_error(fake: FakeOllama,

@@ -9,7 +9,7 @@ from typing import Any
 
 import openai
 from ruamel.yaml import YAML
-from support.fake_ollama import FakeOllama
+from support.fake_ollama import FakeOllama, Reply
 from support.servers import serve
 
 from proxy.app import create_app
@@ -107,10 +107,14 @@ def test_probe_learns_before_the_first_request(new_sdk: Callable[..., openai.Ope
 
 def test_other_errors_are_not_mistaken_for_refusals(new_sdk: Callable[..., openai.OpenAI], 
         fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
+    # A listed model removed on the backend since: Ollama's own 404, not a refusal.
+    fake.reply("qwen3:8b", Reply(status=404, body=b'{"error":{"message":"model \'qwen3:8b\' '
+                                 b'not found","type":"not_found_error","param":null,'
+                                 b'"code":null}}\n'))
     with serve(create_app(make_settings(probe=False))) as url:
         sdk = new_sdk(url)
         try:
-            sdk.chat.completions.create(model="nosuch", messages=MSG, tools=TOOLS)
+            sdk.chat.completions.create(model="qwen3:8b", messages=MSG, tools=TOOLS)
         except openai.NotFoundError:
             pass
         else:

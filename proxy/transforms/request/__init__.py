@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from proxy.transforms.request.backend_quirks import (
+    fill_null_content,
+    fill_tool_choice,
+    rewrite_required,
+    unstream_tools,
+)
 from proxy.transforms.request.choice import apply_choice
 from proxy.transforms.request.emulate import emulate_tools
 from proxy.transforms.request.off import strip_tools_off
@@ -24,13 +30,17 @@ Step = Callable[[ChatRequest, Profile, Plan], tuple[ChatRequest, list[Observatio
 
 REQUEST_STEPS: tuple[Step, ...] = (
     select_tools,
+    fill_tool_choice,
     apply_choice,
+    rewrite_required,
     apply_rename,
     rewrite_schemas,
     strip_tools_off,
     emulate_tools,
     apply_system_prompt,
     move_system_to_user,
+    fill_null_content,
+    unstream_tools,
 )
 
 

@@ -157,7 +157,8 @@ class CallAssembly:
                 # nameless call after a whole call was already emitted.
                 continue
             current = self._current(delta.index)
-            if current is None or (delta.name and current.name):
+            if current is None or (delta.name and current.name
+                                   and not _continues(delta, current)):
                 # A name on an index that already has one is a new call
                 # (Ollama reuses index 0 and may repeat or renew ids), which
                 # also means every earlier call is complete.
@@ -253,6 +254,18 @@ def _parse_delta(raw: Any) -> _Delta | None:
         _text(fn.get("arguments")),
         "arguments" in fn,
     )
+
+
+def _continues(delta: _Delta, current: _Pending) -> bool:
+    """A delta repeating the id (and name) of a call still in progress continues it.
+
+    llama-cpp-python repeats `id` and `name` in every argument fragment of a
+    streamed call; a call whose arguments are already a whole object is done,
+    so the same id after it is a new call (Ollama may reuse ids).
+    """
+    return (delta.id is not None and delta.id == current.id
+            and delta.name in ("", current.name)
+            and loads_object(current.arguments) is None)
 
 
 def _choice_zero(choices: Any) -> JSON | None:

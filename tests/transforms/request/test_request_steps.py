@@ -93,8 +93,9 @@ def test_pipeline_invariants(
 
 def test_steps_order() -> None:
     assert [step.__name__ for step in REQUEST_STEPS] == [
-        "select_tools", "apply_choice", "apply_rename", "rewrite_schemas",
-        "strip_tools_off", "emulate_tools", "apply_system_prompt", "move_system_to_user"]
+        "select_tools", "fill_tool_choice", "apply_choice", "rewrite_required",
+        "apply_rename", "rewrite_schemas", "strip_tools_off", "emulate_tools",
+        "apply_system_prompt", "move_system_to_user", "fill_null_content", "unstream_tools"]
 
 
 def test_off_note_lands_in_first_user_turn_for_models_without_system_role() -> None:

@@ -6,6 +6,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from proxy.transforms.response.assembly import CallAssembly
 from proxy.transforms.response.checks import SchemaCache
@@ -542,3 +544,73 @@ def test_native_object_arguments_become_text() -> None:
     call = {"id": "c1", "index": 0, "function": {"name": "get_weather", "arguments": {"city": "A"}}}
     out = run(assembly(), [ollama({"tool_calls": [call]}), ollama({}, "stop")])
     assert calls_of(out) == [{"id": "c1", "name": "get_weather", "arguments": '{"city":"A"}'}]
+
+
+# --- llama-cpp-python: every argument fragment repeats the call's id and name ----------
+
+
+def llamacpp_python(delta: dict[str, Any], finish: str | None = None) -> Chunk:
+    """llama-cpp-python 0.3.x chunk with a named tool_choice: nulls spelled out."""
+    full = {"role": None, "content": None, "function_call": None, "tool_calls": None, **delta}
+    return {"id": "chatcmpl-a45c", "object": "chat.completion.chunk", "created": T,
+            "model": "smollm2-135m-instruct",
+            "choices": [{"index": 0, "finish_reason": finish, "logprobs": None, "delta": full}]}
+
+
+LLAMA_ID = "call__0_get_weather_cmpl-a45c"
+
+
+def _repeating(fragments: list[str], call_id: str = LLAMA_ID) -> list[Chunk]:
+    return [llamacpp_python({"function_call": {"name": "get_weather", "arguments": f},
+                             "tool_calls": [{"index": 0, "id": call_id, "type": "function",
+                                             "function": {"name": "get_weather",
+                                                          "arguments": f}}]})
+            for f in fragments]
+
+
+def test_fragments_repeating_id_and_name_continue_the_call() -> None:
+    fragments = ["{", ' "', "city", '":', ' "', "Paris", '"', " }"]
+    chunks = [llamacpp_python({"role": "assistant"}), *_repeating(fragments),
+              llamacpp_python({}, "tool_calls")]
+    stage = assembly()
+    out = run(stage, chunks)
+    assert calls_of(out) == [{"id": LLAMA_ID, "name": "get_weather",
+                              "arguments": '{ "city": "Paris" }'}]
+    assert finish_of(out)[0] == "tool_calls"
+    assert stage.counts().dropped == 0
+
+
+def test_same_id_after_a_whole_call_is_a_new_call() -> None:
+    # Ollama may send two whole calls with one id: the second is not a continuation.
+    chunks = [ollama({"tool_calls": [ollama_call("get_weather", '{"city":"A"}')]}),
+              ollama({"tool_calls": [ollama_call("get_weather", '{"city":"B"}')]}),
+              ollama({}, "tool_calls")]
+    out = run(assembly(), chunks)
+    assert [c["arguments"] for c in calls_of(out)] == ['{"city":"A"}', '{"city":"B"}']
+
+
+def _openai_style(fragments: list[str]) -> list[Chunk]:
+    head = {"index": 0, "id": LLAMA_ID, "type": "function",
+            "function": {"name": "get_weather", "arguments": ""}}
+    return [vllm({"tool_calls": [head]}),
+            *[vllm({"tool_calls": [{"index": 0, "function": {"arguments": f}}]})
+              for f in fragments]]
+
+
+def _vllm_style(fragments: list[str]) -> list[Chunk]:
+    head = {"index": 0, "id": LLAMA_ID, "type": "function", "function": {"name": "get_weather"}}
+    return [vllm({"tool_calls": [head]}),
+            *[vllm({"tool_calls": [{"index": 0, "function": {"arguments": f}}]})
+              for f in fragments]]
+
+
+@given(st.lists(st.integers(min_value=1, max_value=40), max_size=6),
+       st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12))
+def test_three_streaming_styles_assemble_to_the_same_call(cuts: list[int], city: str) -> None:
+    arguments = orjson.dumps({"city": city}).decode()
+    bounds = sorted({0, len(arguments), *(c for c in cuts if c < len(arguments))})
+    fragments = [arguments[a:b] for a, b in itertools.pairwise(bounds)]
+    expected = [{"id": LLAMA_ID, "name": "get_weather", "arguments": arguments}]
+    for style in (_repeating, _openai_style, _vllm_style):
+        out = run(assembly(), [*style(fragments), vllm({}, "tool_calls")])
+        assert calls_of(out) == expected, style.__name__

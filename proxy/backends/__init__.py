@@ -1,0 +1,1 @@
+"""Backend edges: what is sent upstream and how its answers are made ordinary."""

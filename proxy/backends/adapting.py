@@ -1,0 +1,182 @@
+"""Sending a chat request so that backend quirks never reach the relay.
+
+The I/O half of quirks.py, at the upstream edge: the response handed on is
+always what a well-behaved OpenAI backend would have sent. A request the
+profile says must not stream with tools is sent whole and its answer turned
+into the event stream (sse_frames.py); a streamed request with tools that gets
+an empty 200 stream is resent whole at once; a stream lacking the usage chunk
+the client asked for gets one. On a 5xx, `retry_after` says whether a rewrite
+(quirks.quirk_for_error) is worth one more attempt. What worked is reported as
+observations by `confirmed`, so learning.py records it under `learned:`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Mapping
+
+import httpx
+import orjson
+
+from proxy.backends.sse_frames import UsageFiller, completion_to_sse, prompt_chars
+from proxy.errors import ApiError
+from proxy.quirks import EMPTY_STREAM, Quirk, is_empty_stream, quirk_for_error
+from proxy.transforms.request.backend_quirks import without_stream
+from proxy.types import ChatRequest, Observation, Profile
+from proxy.upstream import Upstream, iter_bytes, send
+
+MAX_QUIRK_RETRIES = 3
+"""one per kind of quirk: stream, required tool_choice, null content."""
+
+_PATH = "/v1/chat/completions"
+_DEAD_CONNECTION_S = 1.0
+"""a failure faster than this on the resend is the dead pooled connection."""
+
+
+class AdaptingSender:
+    """One client request's sends; `profile` grows the workarounds found so far."""
+
+    def __init__(self, profile: Profile, client_request: ChatRequest) -> None:
+        self.profile = profile
+        self.found: list[Quirk] = []
+        options = client_request.get("stream_options")
+        self._stream = bool(client_request.get("stream"))
+        self._usage = self._stream and isinstance(options, dict) \
+            and bool(options.get("include_usage"))
+
+    async def send(self, upstream: Upstream, body: ChatRequest,
+                   headers: Mapping[str, str]) -> httpx.Response:
+        """POST body; the answer is a stream when the client asked for one."""
+        response = await _post(upstream, body, headers)
+        if self._stream and not body.get("stream"):
+            return await _as_stream(response, self._usage)
+        tools = bool(body.get("tools"))
+        if not body.get("stream") or response.status_code >= 400 or not (tools or self._usage) \
+                or "event-stream" not in response.headers.get("content-type", ""):
+            return response  # nothing to watch: the bytes go to the relay untouched
+        pieces = aiter(iter_bytes(response, upstream.root))
+        first = await _first_bytes(pieces) if tools else b""
+        if tools and is_empty_stream(first):
+            await response.aclose()
+            self._learn(EMPTY_STREAM)
+            retry = await _post_again(upstream, without_stream(body), headers)
+            return await _as_stream(retry, self._usage)
+        filler = UsageFiller(prompt_chars(body)) if self._usage else None
+        return _rewrap(response, _replay(first or b"", pieces, filler))
+
+    def retry_after(self, status: int, raw: bytes, sent: ChatRequest) -> bool:
+        """Whether a rewrite may cure this error answer; the profile then has it on."""
+        quirk = quirk_for_error(status, raw, sent, self.profile)
+        if quirk is None:
+            return False
+        self._learn(quirk)
+        return True
+
+    def confirmed(self) -> list[Observation]:
+        """The workarounds this request needed, now that one got an answer."""
+        return [q.observation(self.profile.model) for q in self.found]
+
+    def _learn(self, quirk: Quirk) -> None:
+        self.profile = quirk.apply(self.profile)
+        self.found.append(quirk)
+
+
+async def _post(upstream: Upstream, body: ChatRequest,
+                headers: Mapping[str, str]) -> httpx.Response:
+    return await send(upstream, "POST", _PATH, content=orjson.dumps(body), headers=headers)
+
+
+async def _post_again(upstream: Upstream, body: ChatRequest,
+                      headers: Mapping[str, str]) -> httpx.Response:
+    """POST right after a broken stream: its pooled connection may be dead.
+
+    llama-cpp-python keeps the connection of an empty stream alive on paper but
+    closes it, so the next request on it fails at once (reset or disconnected,
+    which the transport may even call a timeout); a slow failure is not that.
+    """
+    started = time.monotonic()
+    try:
+        return await _post(upstream, body, headers)
+    except ApiError:
+        if time.monotonic() - started > _DEAD_CONNECTION_S:
+            raise
+        return await _post(upstream, body, headers)
+
+
+async def _first_bytes(pieces: AsyncIterator[bytes]) -> bytes | None:
+    """Bytes up to the first non-blank piece; None when the stream ended first."""
+    seen = b""
+    try:
+        async for piece in pieces:
+            seen += piece
+            if seen.strip():
+                return seen
+    except ApiError:
+        # llama-cpp-python ends its empty stream without the final chunk of the
+        # chunked encoding, which the transport reports as a broken connection.
+        if seen.strip():
+            raise
+    return None
+
+
+async def _as_stream(response: httpx.Response, include_usage: bool) -> httpx.Response:
+    """A whole completion as the event stream of the same answer (errors as they are)."""
+    if response.status_code >= 400:
+        return response
+    try:
+        raw = await response.aread()
+    finally:
+        await response.aclose()
+    try:
+        completion = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        completion = None
+    if not isinstance(completion, dict) or not isinstance(completion.get("choices"), list):
+        # Not a completion: the relay's own check answers upstream_invalid.
+        return _unread(response, raw, "application/json")
+    return _unread(response, completion_to_sse(completion, include_usage), "text/event-stream")
+
+
+def _unread(original: httpx.Response, body: bytes, content_type: str) -> httpx.Response:
+    """A response whose body is still to be streamed, as the relay expects one."""
+    return httpx.Response(original.status_code, headers={"content-type": content_type},
+                          stream=httpx.ByteStream(body), request=original.request)
+
+
+async def _replay(first: bytes, pieces: AsyncIterator[bytes],
+                  filler: UsageFiller | None) -> AsyncIterator[bytes]:
+    async for piece in _chained(first, pieces):
+        out = filler.feed(piece) if filler is not None else piece
+        if out:
+            yield out
+    if filler is not None:
+        tail = filler.end()
+        if tail:
+            yield tail
+
+
+async def _chained(first: bytes, pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    if first:
+        yield first
+    async for piece in pieces:
+        yield piece
+
+
+class _Pieces(httpx.AsyncByteStream):
+    """The adapted body; closing it closes the backend's response."""
+
+    def __init__(self, pieces: AsyncIterator[bytes], original: httpx.Response) -> None:
+        self._pieces = pieces
+        self._original = original
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for piece in self._pieces:
+            yield piece
+
+    async def aclose(self) -> None:
+        await self._original.aclose()
+
+
+def _rewrap(original: httpx.Response, pieces: AsyncIterator[bytes]) -> httpx.Response:
+    return httpx.Response(original.status_code, headers=original.headers,
+                          stream=_Pieces(pieces, original), request=original.request)

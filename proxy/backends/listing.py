@@ -1,0 +1,32 @@
+"""A client never silently gets another model than it asked for.
+
+Some servers (llama-cpp-python) answer any model name with their default
+model, echoing the name asked for. When every upstream lists its models and
+none lists the requested one, even after listing again, toolshim answers
+OpenAI's 404 `model_not_found` itself. An upstream whose list is empty or
+unavailable may serve models it does not list, so then the request goes on.
+"""
+
+from __future__ import annotations
+
+import time
+
+from proxy.errors import ApiError
+from proxy.services import LISTING_TTL, Services
+
+
+async def require_listed(svc: Services, model: str) -> None:
+    """Raise 404 model_not_found when every upstream's listing leaves `model` out."""
+    if svc.knows(model):
+        return
+    if time.monotonic() - svc.listed_at > LISTING_TTL:
+        await svc.refresh_listing()
+        if svc.knows(model):
+            return
+    if svc.upstreams and all(svc.listing_complete.get(root) for root in svc.upstreams):
+        raise model_not_found(model)
+
+
+def model_not_found(model: str) -> ApiError:
+    return ApiError(404, f"The model `{model}` does not exist or you do not have access to it.",
+                    type_="invalid_request_error", param="model", code="model_not_found")
