@@ -15,10 +15,10 @@ from typing import Any
 
 import anyio
 import httpx
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from proxy.backends.routing import send_chat
 from proxy.chat_request import parse_chat_request, read_body
 from proxy.errors import ApiError, upstream_error_body
 from proxy.exchange import Exchange, now_iso
@@ -32,7 +32,7 @@ from proxy.telemetry import RequestRecord
 from proxy.transforms.request import apply_request_steps
 from proxy.transforms.response import build_pipeline
 from proxy.types import ChatRequest, Observation, Plan, Profile
-from proxy.upstream import Upstream, forward_headers, send
+from proxy.upstream import Upstream, forward_headers
 
 
 async def chat_completions(request: Request) -> Response:
@@ -159,8 +159,7 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
     for attempt in range(3):
         body, notes = apply_request_steps(chat, profile, plan)
         t0 = time.perf_counter()
-        response = await send(upstream, "POST", "/v1/chat/completions",
-                              content=orjson.dumps(body), headers=headers)
+        response = await send_chat(ex, upstream, body, profile, headers)
         if response.status_code < 400:
             ex.upstream_s += time.perf_counter() - t0
             ex.record.rung = rung_name(plan)

@@ -62,12 +62,20 @@ def _probe(detail: Mapping[str, Any]) -> _Fields | None:
     return {"tools": "native" if tools else "off"}, "probe", _text(detail.get("evidence"))
 
 
+def _chars_per_token(detail: Mapping[str, Any]) -> _Fields | None:
+    value = detail.get("value")
+    if not isinstance(value, float) or not 0 < value <= 64:
+        return None
+    return {"chars_per_token": value}, "observed", _text(detail.get("evidence"))
+
+
 # Observation kind -> fact; kinds not listed (call_dropped, rung_used, ...) are counts.
 _RULES: Mapping[str, Callable[[Mapping[str, Any]], _Fields | None]] = {
     "tools_refused": _tools_refused,
     "tool_choice_refused": _tool_choice_refused,
     "text_calls_recovered": _text_calls_recovered,
     "probe": _probe,
+    "chars_per_token": _chars_per_token,
 }
 
 

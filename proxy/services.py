@@ -17,6 +17,7 @@ from typing import Any
 
 from cachetools import TTLCache
 
+from proxy.backends.ollama import OllamaState
 from proxy.capabilities.store import CapabilityStore
 from proxy.limits import Limiter
 from proxy.settings import Settings
@@ -46,6 +47,8 @@ class Services:
     """model name -> upstream root, from the upstreams' /v1/models."""
     probed: TTLCache[str, bool] = field(default_factory=lambda: TTLCache(4096, 3600))
     background: set[asyncio.Task[Any]] = field(default_factory=set)
+    ollama: OllamaState = field(default_factory=OllamaState)
+    """What Ollama upstreams said about themselves and their models (backends/ollama.py)."""
 
     listed_at: float = float("-inf")
 

@@ -54,6 +54,10 @@ class Settings(BaseModel):
     log_format: Literal["json", "text"] = "json"
     log_prompts: bool = False
     workers: int = Field(1, ge=1, le=64)
+    upstream_kinds: tuple[tuple[str, Literal["ollama", "openai"]], ...] = ()
+    """(upstream root URL, kind): overrides asking the upstream's /api/version."""
+    ollama_default_ctx: int = Field(4096, gt=0)
+    """The window Ollama loads a model with when nobody asked for one (num_ctx: auto)."""
 
     @field_validator("upstreams")
     @classmethod
@@ -68,6 +72,10 @@ class Settings(BaseModel):
 
     def key_env_for(self, root: str) -> str | None:
         return dict(self.upstream_key_envs).get(root)
+
+    def kind_for(self, root: str) -> str | None:
+        """"ollama" / "openai" when set by --upstream-kind, else None (ask the upstream)."""
+        return dict(self.upstream_kinds).get(root)
 
 
 def redact_url(url: str) -> str:
@@ -110,9 +118,11 @@ ENV_NAMES: Mapping[str, str] = {
     "log_format": "TOOLSHIM_LOG_FORMAT",
     "log_prompts": "TOOLSHIM_LOG_PROMPTS",
     "workers": "TOOLSHIM_WORKERS",
+    "upstream_kinds": "TOOLSHIM_UPSTREAM_KIND",
+    "ollama_default_ctx": "TOOLSHIM_OLLAMA_DEFAULT_CTX",
 }
 _LISTS = {"upstreams", "api_keys"}
-_PAIRS = {"routes", "upstream_key_envs"}
+_PAIRS = {"routes", "upstream_key_envs", "upstream_kinds"}
 _BOOLS = {"protect_metrics", "probe", "log_prompts"}
 
 
@@ -157,6 +167,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--workers", type=int,
         help="worker processes; they share what they learn through the capabilities file "
              "(TOOLSHIM_WORKERS, default 1)")
+    add("--upstream-kind", dest="upstream_kinds", action="append", metavar="URL=KIND",
+        help="ollama or openai: skip asking URL's /api/version; repeatable "
+             "(TOOLSHIM_UPSTREAM_KIND, comma-separated)")
+    add("--ollama-default-ctx", type=int,
+        help="context window Ollama gives a model nobody sized, for num_ctx: auto "
+             "(TOOLSHIM_OLLAMA_DEFAULT_CTX, default 4096)")
 
 
 def _from_env(name: str, raw: str) -> object:
@@ -203,6 +219,10 @@ def load_settings(args: argparse.Namespace | None = None,
             values["upstream_key_envs"] = [
                 (upstream_root(u), e)
                 for u, e in _pairs(values["upstream_key_envs"], "an upstream key")]  # type: ignore[arg-type]
+        if "upstream_kinds" in values:
+            values["upstream_kinds"] = [
+                (upstream_root(u), k.lower())
+                for u, k in _pairs(values["upstream_kinds"], "an upstream kind")]  # type: ignore[arg-type]
         return Settings.model_validate(values)
     except (ValidationError, ValueError) as exc:
         raise SettingsError(_describe(exc)) from None

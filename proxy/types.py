@@ -26,6 +26,7 @@ ToolMode = Literal["auto", "native", "off", "emulate"]
 InvalidPolicy = Literal["drop", "repair", "keep"]
 ReasoningPolicy = Literal["pass", "strip", "move"]
 Fallback = Literal["off", "emulate"]
+ContextGuard = Literal["trim", "reject", "off"]
 
 
 # --- our values -------------------------------------------------------------
@@ -76,6 +77,13 @@ class Profile:
     """Where `auto` steps down to when the backend refuses tools."""
     recover_text_calls: bool = True
     reasoning: ReasoningPolicy = "pass"
+    num_ctx: int | Literal["auto"] | None = None
+    """Ollama only: a window to ask /api/chat for, or "auto" (sized per request)."""
+    keep_alive: str | int | None = None
+    ollama_options: tuple[tuple[str, Any], ...] | None = None
+    context_guard: ContextGuard = "trim"
+    """When even the largest allowed window is too small: trim tools, reject, or send."""
+    chars_per_token: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
 
 

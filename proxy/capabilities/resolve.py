@@ -40,6 +40,11 @@ _PROFILE_FIELDS: Mapping[str, str] = {
     "fallback": "fallback",
     "recover_text_calls": "recover_text_calls",
     "reasoning": "reasoning",
+    "num_ctx": "num_ctx",
+    "keep_alive": "keep_alive",
+    "ollama_options": "ollama_options",
+    "context_guard": "context_guard",
+    "chars_per_token": "chars_per_token",
 }
 
 

@@ -1,0 +1,1 @@
+"""Translations at the upstream edge: another backend API in, ordinary chat chunks out."""
