@@ -23,6 +23,9 @@ HEADROOM = 1.15
 REPLY_RESERVE = 1024
 """Tokens kept for the answer when the client set no max_tokens."""
 
+MIN_LEARN_TOKENS = 512
+"""Prompts shorter than this say more about the chat template than the tokenizer."""
+
 Action = Literal["fits", "raise", "trim", "reject", "send"]
 
 
@@ -83,10 +86,11 @@ def observed_chars_per_token(prompt_chars: int, prompt_eval_count: int,
                              num_ctx: int | None) -> float | None:
     """Characters per token seen on one answer; None when the count can't be trusted.
 
-    A prompt Ollama had to cut reports the window, not the prompt, and a ratio far
-    outside what tokenizers produce means the count is not the whole prompt.
+    A prompt Ollama had to cut reports the window, not the prompt; in a short one the
+    chat template's own tokens dominate; and a ratio far outside what tokenizers
+    produce means the count is not the whole prompt.
     """
-    if prompt_eval_count <= 0 or prompt_chars <= 0:
+    if prompt_eval_count < MIN_LEARN_TOKENS or prompt_chars <= 0:
         return None
     if num_ctx is not None and prompt_eval_count >= num_ctx - 8:
         return None
