@@ -25,6 +25,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+
 from support.fake_ollama import FakeOllama, Reply, _tagged
 
 NATIVE_JSON = "application/json; charset=utf-8"
