@@ -192,21 +192,28 @@ class _Translated(httpx.AsyncByteStream):
         self.root = root
         self.translator = translator
         self.finished = finished
+        self.reported = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         translator = self.translator
         try:
             async for piece in self.response.aiter_raw():
                 out = translator.feed(piece)
+                # Before yielding: the relay stops reading at the answer's [DONE].
+                self._report()
                 if out:
                     yield out
         except httpx.TransportError as exc:
             raise transport_error(exc, self.root) from None
         tail = translator.end()
+        self._report()
         if tail:
             yield tail
-        if translator.done:
-            self.finished(translator.prompt_eval_count)
+
+    def _report(self) -> None:
+        if self.translator.done and not self.reported:
+            self.reported = True
+            self.finished(self.translator.prompt_eval_count)
 
     async def aclose(self) -> None:
         await self.response.aclose()

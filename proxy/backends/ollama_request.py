@@ -95,7 +95,9 @@ def _think(request: ChatRequest) -> bool | str | None:
 
 
 def _message(message: Message, history: list[Any]) -> JSON:
-    out: JSON = {"role": str(message.get("role", "user"))}
+    role = str(message.get("role", "user"))
+    # OpenAI's "developer" role is the system prompt; Ollama's templates know only "system".
+    out: JSON = {"role": "system" if role == "developer" else role}
     text, images = _content(message.get("content"))
     out["content"] = text
     if images:

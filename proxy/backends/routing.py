@@ -50,10 +50,12 @@ async def send_chat(ex: Exchange, upstream: Upstream, body: ChatRequest, profile
     if not wants_native(profile) or await _kind(ex, upstream) != "ollama":
         return await send(upstream, "POST", "/v1/chat/completions", content=content,
                           headers=headers)
+    before = body
     body, num_ctx, chars = await _sized(ex, upstream, body, profile, len(content))
     if num_ctx is None and profile.keep_alive is None and profile.ollama_options is None:
         return await send(upstream, "POST", "/v1/chat/completions", content=content,
                           headers=headers)
+    trimmed = _removed_tools(before, body)
     native = to_native(body, num_ctx=num_ctx, keep_alive=profile.keep_alive,
                        ollama_options=dict(profile.ollama_options or ()))
     ex.record.num_ctx = num_ctx
@@ -65,9 +67,20 @@ async def send_chat(ex: Exchange, upstream: Upstream, body: ChatRequest, profile
     include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
     response = await open_native(upstream, native, headers, include_usage=include_usage,
                                  id_factory=new_call_id, finished=finished)
-    if response.status_code < 400 and num_ctx is not None:
-        ex.svc.ollama.raise_floor(upstream.root, body["model"], num_ctx)
+    if response.status_code < 400:
+        if num_ctx is not None:
+            ex.svc.ollama.raise_floor(upstream.root, body["model"], num_ctx)
+        if trimmed:
+            ex.record.tools_stripped += len(trimmed)
+            ex.observations.append(Observation(profile.model, "tools_stripped", {
+                "count": len(trimmed), "names": trimmed, "reason": "context"}))
     return response
+
+
+def _removed_tools(before: ChatRequest, after: ChatRequest) -> list[str]:
+    """Names of the tools the context guard took out."""
+    kept = {tool_name(t) for t in after.get("tools") or []}
+    return [tool_name(t) for t in before.get("tools") or [] if tool_name(t) not in kept]
 
 
 async def _kind(ex: Exchange, upstream: Upstream) -> str:
@@ -98,8 +111,8 @@ async def _window(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: 
     needed = estimate_tokens(chars, _max_tokens(body), profile.chars_per_token)
     svc, timeout = ex.svc, ex.svc.settings.probe_timeout
     current = await running_window(svc.ollama, upstream, body["model"], timeout)
-    if needed <= (current or svc.settings.ollama_default_ctx) and not floor:
-        return Window(needed, current or svc.settings.ollama_default_ctx, None, 0)
+    if current is not None and needed <= current and not floor:
+        return Window(needed, current)
     limits = await model_limits(svc.ollama, upstream, body["model"], timeout)
     if current is None:
         current = limits.modelfile_ctx or svc.settings.ollama_default_ctx
@@ -121,13 +134,6 @@ async def _guard(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: P
         return body, cap, len(orjson.dumps(body))
     ex.record.context = "trim"
     trimmed = _trim(body, profile, cap or 0)
-    removed = [t for t in body.get("tools") or [] if not any(t is k for k in
-                                                            trimmed.get("tools") or [])]
-    if removed:
-        names = [tool_name(t) for t in removed]
-        ex.record.tools_stripped += len(names)
-        ex.observations.append(Observation(profile.model, "tools_stripped", {
-            "count": len(names), "names": names, "reason": "context"}))
     return trimmed, cap, len(orjson.dumps(trimmed))
 
 

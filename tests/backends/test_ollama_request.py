@@ -88,3 +88,8 @@ def test_broken_history_arguments_and_effort_are_400() -> None:
         with pytest.raises(ApiError) as caught:
             to_native(request)
         assert caught.value.status == 400
+
+
+def test_developer_role_is_the_system_prompt() -> None:
+    body = to_native({"model": "m", "messages": [{"role": "developer", "content": "be brief"}]})
+    assert body["messages"] == [{"role": "system", "content": "be brief"}]

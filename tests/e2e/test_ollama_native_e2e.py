@@ -7,6 +7,7 @@ and kept when toolshim sizes `num_ctx`.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -289,11 +290,15 @@ def test_unknown_model_is_404_and_mid_stream_error_ends_cleanly(
     assert "error was encountered" in failed.value.message
 
 
+@pytest.mark.parametrize("stream", [True, False])
 def test_chars_per_token_is_learned_from_prompt_eval_count(
-        start: Callable[..., openai.OpenAI], native: FakeOllamaNative, caps_path: Path) -> None:
+        start: Callable[..., openai.OpenAI], native: FakeOllamaNative, caps_path: Path,
+        stream: bool) -> None:
     client = start(EXPLICIT)
-    client.chat.completions.create(model="qwen3:8b", messages=MSG,
-                                   tools=agent_tools(10))  # type: ignore[arg-type]
+    answer = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=stream,
+                                            tools=agent_tools(10))  # type: ignore[arg-type]
+    if stream:
+        list(answer)  # type: ignore[arg-type]
     _wait_for(lambda: "chars_per_token" in _learned(caps_path).get("qwen3:8b", {}))
     ratio = _learned(caps_path)["qwen3:8b"]["chars_per_token"]
     assert 3.6 < ratio < 5.0  # the fake's 4 characters a token, seen through JSON
@@ -319,3 +324,27 @@ def test_non_ollama_upstreams_never_get_api_chat(start: Callable[..., openai.Ope
     assert "x-toolshim-num-ctx" not in raw.headers
     assert native.chat_requests() and not native.native_requests()
     assert "/api/version" not in native.paths
+
+
+def test_client_leaving_closes_the_native_stream(start: Callable[..., openai.OpenAI],
+                                                 native: FakeOllamaNative) -> None:
+    native.reply("qwen3:8b", NativeReply(content=[f"piece {i} " for i in range(50)],
+                                         delay=0.05))
+    base = str(start(EXPLICIT).base_url).removesuffix("/v1/")
+    with httpx.stream("POST", base + "/v1/chat/completions", json={
+            "model": "qwen3:8b", "messages": MSG, "stream": True}) as response:
+        for line in response.iter_lines():
+            if "piece 1" in line:
+                break
+    _wait_for(lambda: native.abandoned == 1, timeout=3)
+
+
+def test_log_line_has_num_ctx(start: Callable[..., openai.OpenAI], native: FakeOllamaNative,
+                              caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="toolshim"):
+        client = start(AUTO)
+        client.chat.completions.create(model="qwen3:8b", messages=MSG,
+                                       tools=agent_tools(40))  # type: ignore[arg-type]
+    lines = [r.record for r in caplog.records if isinstance(getattr(r, "record", None), dict)
+             and r.record.get("endpoint") == "chat.completions"]
+    assert lines[-1]["num_ctx"] == 16384 and lines[-1]["context"] == "raise"
