@@ -348,3 +348,17 @@ def test_log_line_has_num_ctx(start: Callable[..., openai.OpenAI], native: FakeO
     lines = [r.record for r in caplog.records if isinstance(getattr(r, "record", None), dict)
              and r.record.get("endpoint") == "chat.completions"]
     assert lines[-1]["num_ctx"] == 16384 and lines[-1]["context"] == "raise"
+
+
+def test_guard_off_sends_as_is_and_null_keeps_v1(start: Callable[..., openai.OpenAI],
+                                                 native: FakeOllamaNative) -> None:
+    client = start(AUTO + '  context_guard: "off"\nmodels:\n  "qwen3*":\n    num_ctx: null\n')
+    raw = client.chat.completions.with_raw_response.create(
+        model="small:1b", messages=MSG, tools=agent_tools(40))  # type: ignore[arg-type]
+    assert raw.headers["x-toolshim-num-ctx"] == "8192"
+    assert "x-toolshim-tools-stripped" not in raw.headers
+    assert len(native.native_requests()[-1]["tools"]) == 40 and native.truncated[-1] is True
+    # num_ctx: null under models: overrides the default auto: /v1, tools cut by Ollama.
+    client.chat.completions.create(model="qwen3:8b", messages=MSG,
+                                   tools=agent_tools(40))  # type: ignore[arg-type]
+    assert len(native.native_requests()) == 1 and len(native.chat_requests()) == 1
