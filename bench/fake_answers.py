@@ -14,9 +14,11 @@ import orjson
 CREATED = 1755000000
 CHUNK_ID = "chatcmpl-527"
 SMALL_PARTS = ("Hello!", " How can I help you today?")
-BENCH_MODELS = ("bench-small", "bench-chunks-64", "bench-slow-64")
+BENCH_MODELS = ("bench-small", "bench-chunks-64", "bench-slow-64", "bench-native-64")
 _GIN_JSON = b"application/json; charset=utf-8"
-_MODEL_RE = re.compile(r"^bench-(small|chunks-(\d{1,4})|slow-(\d{1,4}))$")
+_MODEL_RE = re.compile(r"^bench-(small|chunks-(\d{1,4})|slow-(\d{1,4})|native-(\d{1,4}))$")
+NDJSON = b"application/x-ndjson"
+CREATED_AT = "2025-07-07T20:22:19.184789Z"
 
 
 def _event(obj: object) -> bytes:
@@ -40,7 +42,7 @@ def content_parts(model: str) -> tuple[str, ...] | None:
     m = _MODEL_RE.match(model)
     if m is None:
         return None
-    count = int(m.group(2) or m.group(3) or 0)
+    count = int(m.group(2) or m.group(3) or m.group(4) or 0)
     if m.group(1) == "small":
         return SMALL_PARTS
     return tuple(f" word{i}" for i in range(max(count, 1)))
@@ -96,3 +98,33 @@ def show(body: bytes) -> tuple[str, bytes, bytes]:
         "modelfile": "", "template": "{{ .Prompt }}", "details": {"family": "bench"},
         "model_info": {}, "capabilities": ["completion", "tools"],
         "modified_at": "2026-01-01T00:00:00Z"})
+
+
+def native_lines(model: str, parts: tuple[str, ...]) -> list[bytes]:
+    """Ollama's /api/chat stream (backends.md R4): one JSON object per line."""
+    lines = [orjson.dumps({"model": model, "created_at": CREATED_AT,
+                           "message": {"role": "assistant", "content": p}, "done": False})
+             + b"\n" for p in parts]
+    lines.append(orjson.dumps({
+        "model": model, "created_at": CREATED_AT, "message": {"role": "assistant", "content": ""},
+        "done": True, "done_reason": "stop", "total_duration": 182242375,
+        "load_duration": 41295167, "prompt_eval_count": 24, "prompt_eval_duration": 24573166,
+        "eval_count": len(parts), "eval_duration": 115959084}) + b"\n")
+    return lines
+
+
+def native_body(model: str, parts: tuple[str, ...]) -> bytes:
+    """Ollama's /api/chat answer with stream false."""
+    return orjson.dumps({
+        "model": model, "created_at": CREATED_AT,
+        "message": {"role": "assistant", "content": "".join(parts)}, "done": True,
+        "done_reason": "stop", "prompt_eval_count": 24, "eval_count": len(parts)})
+
+
+def version() -> bytes:
+    return orjson.dumps({"version": "0.33.0"})
+
+
+def running() -> bytes:
+    """GET /api/ps: nothing loaded (the window is then the proxy's assumed default)."""
+    return orjson.dumps({"models": []})

@@ -18,7 +18,19 @@ from email.utils import formatdate
 from typing import cast
 
 import orjson
-from fake_answers import completion_body, content_parts, http_chunk, listing, show, stream_events
+from fake_answers import (
+    NDJSON,
+    completion_body,
+    content_parts,
+    http_chunk,
+    listing,
+    native_body,
+    native_lines,
+    running,
+    show,
+    stream_events,
+    version,
+)
 
 SLOW_INTERVAL = 0.010
 _CRLF2 = b"\r\n\r\n"
@@ -85,6 +97,7 @@ class Answers:
     """Precomputed bytes per (model, stream, include_usage) plus the slow-stream ticker."""
 
     cache: dict[tuple[str, bool, bool], list[bytes]] = field(default_factory=dict)
+    native: dict[tuple[str, bool], list[bytes]] = field(default_factory=dict)
     slow: set[SlowStream] = field(default_factory=set)
     date: bytes = b""
     date_at: float = 0.0
@@ -107,6 +120,16 @@ class Answers:
             else:
                 self.cache[key] = [completion_body(model, parts)]
         return self.cache[key]
+
+    def native_chat(self, model: str, stream: bool) -> list[bytes] | None:
+        key = (model, stream)
+        if key not in self.native:
+            parts = content_parts(model)
+            if parts is None:
+                return None
+            self.native[key] = [http_chunk(line) for line in native_lines(model, parts)] \
+                if stream else [native_body(model, parts)]
+        return self.native[key]
 
     def start_ticker(self) -> None:
         if not self.ticking:
@@ -208,6 +231,12 @@ class Connection(asyncio.Protocol):
             self._reply("200 OK", b"application/json; charset=utf-8", listing("tags"))
         elif route == (b"POST", b"/api/show"):
             self._reply(*show(req.body))
+        elif route == (b"POST", b"/api/chat"):
+            self._native_chat(req.body)
+        elif route == (b"GET", b"/api/version"):
+            self._reply("200 OK", b"application/json; charset=utf-8", version())
+        elif route == (b"GET", b"/api/ps"):
+            self._reply("200 OK", b"application/json; charset=utf-8", running())
         elif route in ((b"GET", b"/"), (b"HEAD", b"/")):
             self._reply("200 OK", b"text/plain; charset=utf-8", b"Ollama is running")
         else:
@@ -232,6 +261,21 @@ class Connection(asyncio.Protocol):
             self.answers.start_ticker()
         else:
             head = _head("200 OK", b"text/event-stream", self.answers.http_date(), None)
+            self.write(head + b"".join(chunks) + b"0\r\n\r\n")
+            self.finish()
+
+
+    def _native_chat(self, body: bytes) -> None:
+        req = orjson.loads(body)
+        model, stream = str(req.get("model", "")), bool(req.get("stream", True))
+        chunks = self.answers.native_chat(model, stream)
+        if chunks is None:
+            self._reply("404 Not Found", b"application/json; charset=utf-8",
+                        orjson.dumps({"error": f"model '{model}' not found"}))
+        elif not stream:
+            self._reply("200 OK", b"application/json; charset=utf-8", chunks[0])
+        else:
+            head = _head("200 OK", NDJSON, self.answers.http_date(), None)
             self.write(head + b"".join(chunks) + b"0\r\n\r\n")
             self.finish()
 

@@ -23,18 +23,21 @@ from types import FrameType
 import wrk
 from load import LoadResult, LoadSpec, loop_factory, run_load
 from procs import Child, ServerProbe, free_port, pin_self
-from report import W1_C1, W1_C32, W3, Sample, Target, render
+from report import W1_C1, W1_C32, W2, W2N, W3, Sample, Target, render
 
 ROOT = Path(__file__).resolve().parent.parent
 PROXY_CORE, LOAD_CORE = 0, 1
-CAPABILITIES = 'version: 1\nmodels:\n  "bench-*":\n    tools: native\n'
+# bench-native-*: an explicit num_ctx sends it to Ollama's native /api/chat (W2n vs W2).
+CAPABILITIES = ('version: 1\nmodels:\n  "bench-*":\n    tools: native\n'
+                '  "bench-native-*":\n    num_ctx: 8192\n')
 # W3: 64 chunks 10 ms apart is ~0.65 s per stream; workers start spread over one stream
 # so completions are uniform in time, not waves that make streams/s depend on phase.
 WORKLOADS: tuple[tuple[str, LoadSpec], ...] = (
     (W1_C1, LoadSpec("bench-small", False, 1)),
     (W1_C32, LoadSpec("bench-small", False, 32)),
-    ("W2 64 chunks c=32", LoadSpec("bench-chunks-64", True, 32)),
+    (W2, LoadSpec("bench-chunks-64", True, 32)),
     ("W2t +3 tools c=32", LoadSpec("bench-chunks-64", True, 32, tools=True)),
+    (W2N, LoadSpec("bench-native-64", True, 32)),
     (W3, LoadSpec("bench-slow-64", True, 200, ramp=0.7)),
 )
 PROXY_CMD = ("{python} -m proxy --host 127.0.0.1 --port {port} --upstream {upstream}"

@@ -49,9 +49,20 @@ def _describe(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:
     fields = asdict(profile)
     sources = dict(fields.pop("sources"))
     fields.pop("model")
+    root = svc.pick_upstream(name).root
     return {
         "known_from": origins,
-        "upstream": redact_url(svc.pick_upstream(name).root),
+        "upstream": redact_url(root),
+        "num_ctx": _effective_num_ctx(svc, root, name, profile.num_ctx),
         "profile": fields,
         "sources": {key: sources.get(key, "built-in default") for key in fields},
     }
+
+
+def _effective_num_ctx(svc: Services, root: str, name: str,
+                       configured: int | str | None) -> int | str | None:
+    """What Ollama is asked for now: the largest window sent so far beats `auto`."""
+    floor = svc.ollama.floor(root, name)
+    if isinstance(configured, int):
+        return max(configured, floor)
+    return floor or configured

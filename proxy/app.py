@@ -107,7 +107,8 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
         svc.telemetry.bind(svc.store, svc.limiter)
         startup_line(settings, svc.store.capabilities(), log)
         for upstream in svc.upstreams.values():
-            svc.spawn(log_upstream_kind(upstream, log))
+            if settings.kind_for(upstream.root) is None:  # a set kind is not asked about
+                svc.spawn(log_upstream_kind(upstream, log))
         try:
             yield
         finally:

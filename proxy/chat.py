@@ -41,6 +41,7 @@ from proxy.api.failures import answer_or_error
 from proxy.backends.adapting import MAX_QUIRK_RETRIES, AdaptingSender
 from proxy.backends.error_text import client_message
 from proxy.backends.listing import require_listed
+from proxy.backends.routing import send_chat
 from proxy.chat_request import parse_chat_request, read_body
 from proxy.console.gate import below_min_validation
 from proxy.errors import ApiError, upstream_error_body
@@ -184,7 +185,10 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
                               keep_client_auth=not ex.svc.settings.api_keys)
     headers["content-type"] = "application/json"
     headers["accept-encoding"] = "identity"
-    sender = AdaptingSender(profile, chat)  # backend quirks: backends/adapting.py
+    # Backend quirks (backends/adapting.py) over the edge that picks /v1 or Ollama's
+    # native /api/chat for this model (backends/routing.py).
+    sender = AdaptingSender(profile, chat, post=lambda sent: send_chat(
+        ex, upstream, sent, sender.profile, headers))
     for attempt in range(3 + MAX_QUIRK_RETRIES):
         body, notes = apply_request_steps(chat, sender.profile, plan)
         ex.tap.sent(chat, body)

@@ -82,4 +82,6 @@ def toolshim_headers(ex: Exchange) -> dict[str, str]:
         headers["x-toolshim-retries"] = str(rec.retries)
     if rec.tools_stripped:
         headers["x-toolshim-tools-stripped"] = str(rec.tools_stripped)
+    if rec.num_ctx:
+        headers["x-toolshim-num-ctx"] = str(rec.num_ctx)
     return headers

@@ -69,6 +69,11 @@ def _quirk(fields: dict[str, Any]) -> Callable[[Mapping[str, Any]], _Fields | No
         return dict(fields), "runtime_error", _text(detail.get("evidence"))
 
     return rule
+def _chars_per_token(detail: Mapping[str, Any]) -> _Fields | None:
+    value = detail.get("value")
+    if not isinstance(value, float) or not 0 < value <= 64:
+        return None
+    return {"chars_per_token": value}, "observed", _text(detail.get("evidence"))
 
 
 # Observation kind -> fact; kinds not listed (call_dropped, rung_used, ...) are counts.
@@ -80,6 +85,7 @@ _RULES: Mapping[str, Callable[[Mapping[str, Any]], _Fields | None]] = {
     "stream_tools_failed": _quirk({"stream_tools": False}),
     "required_choice_failed": _quirk({"required_tool_choice": "rewrite"}),
     "null_content_failed": _quirk({"null_content": False}),
+    "chars_per_token": _chars_per_token,
 }
 
 

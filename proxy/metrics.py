@@ -136,6 +136,13 @@ class Metrics:
                                   ["model", "outcome", "reason"], registry=reg)
         self.facts = Counter("toolshim_learned_facts_written", "Learned facts written to "
                              "capabilities.yaml (not attempts).", registry=reg)
+        self.num_ctx = Counter("toolshim_ollama_num_ctx", "Requests sent to Ollama's /api/chat "
+                               "by the context window (num_ctx) asked for.",
+                               ["model", "num_ctx"], registry=reg)
+        self.context_guard = Counter("toolshim_context_guard", "Requests whose prompt did not "
+                                     "fit the largest window allowed, by what context_guard "
+                                     "did (trim, reject, send).", ["model", "action"],
+                                     registry=reg)
         self._live: Callable[[], LiveState | None] = lambda: None
         reg.register(_LiveCollector(lambda: self._live()))
 

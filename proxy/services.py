@@ -17,6 +17,7 @@ from typing import Any
 
 from cachetools import TTLCache
 
+from proxy.backends.ollama import OllamaState
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.recent import ConsoleState
 from proxy.limits import Limiter
@@ -50,6 +51,8 @@ class Services:
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     console: ConsoleState = field(default_factory=ConsoleState)
     """recent requests, per-model counters and bench captures for /ui."""
+    ollama: OllamaState = field(default_factory=OllamaState)
+    """What Ollama upstreams said about themselves and their models (backends/ollama.py)."""
 
     listed_at: float = float("-inf")
     state: SharedState = field(default_factory=MemoryState)

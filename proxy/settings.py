@@ -88,6 +88,10 @@ class Settings(BaseModel):
         if self.shared_limits and not self.redis_url:
             raise ValueError("TOOLSHIM_SHARED_LIMITS needs TOOLSHIM_REDIS_URL (--redis-url)")
         return self
+    upstream_kinds: tuple[tuple[str, Literal["ollama", "openai"]], ...] = ()
+    """(upstream root URL, kind): overrides asking the upstream's /api/version."""
+    ollama_default_ctx: int = Field(4096, gt=0)
+    """The window Ollama loads a model with when nobody asked for one (num_ctx: auto)."""
 
     @field_validator("upstreams")
     @classmethod
@@ -102,6 +106,10 @@ class Settings(BaseModel):
 
     def key_env_for(self, root: str) -> str | None:
         return dict(self.upstream_key_envs).get(root)
+
+    def kind_for(self, root: str) -> str | None:
+        """"ollama" / "openai" when set by --upstream-kind, else None (ask the upstream)."""
+        return dict(self.upstream_kinds).get(root)
 
 
 def redact_url(url: str) -> str:
@@ -152,9 +160,11 @@ ENV_NAMES: Mapping[str, str] = {
     "client_timeout": "TOOLSHIM_CLIENT_TIMEOUT",
     "recent_requests": "TOOLSHIM_RECENT_REQUESTS",
     "min_validation": "TOOLSHIM_MIN_VALIDATION",
+    "upstream_kinds": "TOOLSHIM_UPSTREAM_KIND",
+    "ollama_default_ctx": "TOOLSHIM_OLLAMA_DEFAULT_CTX",
 }
 _LISTS = {"upstreams", "api_keys"}
-_PAIRS = {"routes", "upstream_key_envs"}
+_PAIRS = {"routes", "upstream_key_envs", "upstream_kinds"}
 _BOOLS = {"protect_metrics", "probe", "log_prompts", "shared_limits"}
 
 
@@ -219,6 +229,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--min-validation", type=float, metavar="F",
         help="models whose recorded validation passed/total is below F get requests with "
              "tools off (TOOLSHIM_MIN_VALIDATION)")
+    add("--upstream-kind", dest="upstream_kinds", action="append", metavar="URL=KIND",
+        help="ollama or openai: skip asking URL's /api/version; repeatable "
+             "(TOOLSHIM_UPSTREAM_KIND, comma-separated)")
+    add("--ollama-default-ctx", type=int,
+        help="context window Ollama gives a model nobody sized, for num_ctx: auto "
+             "(TOOLSHIM_OLLAMA_DEFAULT_CTX, default 4096)")
 
 
 def _from_env(name: str, raw: str) -> object:
@@ -265,6 +281,10 @@ def load_settings(args: argparse.Namespace | None = None,
             values["upstream_key_envs"] = [
                 (upstream_root(u), e)
                 for u, e in _pairs(values["upstream_key_envs"], "an upstream key")]  # type: ignore[arg-type]
+        if "upstream_kinds" in values:
+            values["upstream_kinds"] = [
+                (upstream_root(u), k.lower())
+                for u, k in _pairs(values["upstream_kinds"], "an upstream kind")]  # type: ignore[arg-type]
         return Settings.model_validate(values)
     except (ValidationError, ValueError) as exc:
         raise SettingsError(_describe(exc)) from None

@@ -39,6 +39,10 @@ class RequestRecord:
     calls_kept: int = 0
     error: str | None = None
     changes: list[str] = field(default_factory=list)
+    num_ctx: int | None = None
+    """The context window asked of Ollama's /api/chat, when one was."""
+    context: str | None = None
+    """What num_ctx: auto / context_guard did: raise, trim, reject or send."""
 
     def as_log(self) -> dict[str, Any]:
         # vars(), not asdict(): no deep copy on the per-request path.
@@ -131,6 +135,10 @@ class Telemetry:
             m.ttft.labels(model).observe(record.ttft_ms / 1000)
         if record.tools_stripped:
             m.tools_stripped.labels(model).inc(record.tools_stripped)
+        if record.num_ctx:
+            m.num_ctx.labels(model, str(record.num_ctx)).inc()
+        if record.context in ("trim", "reject", "send"):
+            m.context_guard.labels(model, record.context).inc()
         for obs in observations:
             self._observe(model, obs)
 

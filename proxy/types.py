@@ -28,6 +28,7 @@ ReasoningPolicy = Literal["pass", "strip", "move"]
 Fallback = Literal["off", "emulate"]
 ImplicitToolChoice = Literal["auto", "required"]
 RequiredChoice = Literal["pass", "rewrite"]
+ContextGuard = Literal["trim", "reject", "off"]
 
 
 # --- our values -------------------------------------------------------------
@@ -86,6 +87,13 @@ class Profile:
     """rewrite: `required` becomes the one tool by name, or `auto` plus a system note."""
     null_content: bool = True
     """False: assistant tool-call turns go upstream with `content: ""`, not null."""
+    num_ctx: int | Literal["auto"] | None = None
+    """Ollama only: a window to ask /api/chat for, or "auto" (sized per request)."""
+    keep_alive: str | int | None = None
+    ollama_options: tuple[tuple[str, Any], ...] | None = None
+    context_guard: ContextGuard = "trim"
+    """When even the largest allowed window is too small: trim tools, reject, or send."""
+    chars_per_token: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -94,6 +102,8 @@ ObservationKind = Literal[
     "text_calls_recovered", "call_dropped", "call_repaired", "probe",
     # backend quirks (quirks.py)
     "stream_tools_failed", "required_choice_failed", "null_content_failed",
+    # Ollama's native path: characters per token seen in its prompt_eval_count
+    "chars_per_token",
 ]
 
 

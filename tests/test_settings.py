@@ -61,3 +61,17 @@ def test_bad_values_are_readable_errors(env: dict[str, str]) -> None:
 def test_upstream_root_strips_v1() -> None:
     assert upstream_root("http://h:11434/v1/") == "http://h:11434"
     assert upstream_root("http://h:11434") == "http://h:11434"
+
+
+def test_upstream_kind_and_ollama_default_ctx() -> None:
+    env = {"TOOLSHIM_UPSTREAM_KIND": "http://a:11434/v1=ollama, http://b:8000=OpenAI",
+           "TOOLSHIM_OLLAMA_DEFAULT_CTX": "32768"}
+    s = load_settings(_args(), env)
+    assert s.kind_for("http://a:11434") == "ollama" and s.kind_for("http://b:8000") == "openai"
+    assert s.kind_for("http://c:1") is None and s.ollama_default_ctx == 32768
+    flags = load_settings(_args("--upstream-kind", "http://c:1=openai",
+                                "--ollama-default-ctx", "8192"), env)
+    assert flags.upstream_kinds == (("http://c:1", "openai"),) and flags.ollama_default_ctx == 8192
+    assert load_settings(_args(), {}).ollama_default_ctx == 4096
+    with pytest.raises(SettingsError, match="TOOLSHIM_UPSTREAM_KIND"):
+        load_settings(_args(), {"TOOLSHIM_UPSTREAM_KIND": "http://a:1=vllm"})

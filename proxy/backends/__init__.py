@@ -1,1 +1,2 @@
-"""Backend edges: what is sent upstream and how its answers are made ordinary."""
+"""Backend edges: what is sent upstream (another backend API included) and how its
+answers become ordinary chat chunks."""

@@ -13,7 +13,7 @@ observations by `confirmed`, so learning.py records it under `learned:`.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 import httpx
 import orjson
@@ -33,11 +33,18 @@ _DEAD_CONNECTION_S = 1.0
 """a failure faster than this on the resend is the dead pooled connection."""
 
 
+Post = Callable[[ChatRequest], Awaitable[httpx.Response]]
+"""Sends one body upstream: plain /v1 by default, or another backend API's edge
+(Ollama's /api/chat, backends/routing.py) that answers in the same OpenAI shapes."""
+
+
 class AdaptingSender:
     """One client request's sends; `profile` grows the workarounds found so far."""
 
-    def __init__(self, profile: Profile, client_request: ChatRequest) -> None:
+    def __init__(self, profile: Profile, client_request: ChatRequest,
+                 post: Post | None = None) -> None:
         self.profile = profile
+        self._post = post
         self.found: list[Quirk] = []
         options = client_request.get("stream_options")
         self._stream = bool(client_request.get("stream"))
@@ -47,7 +54,11 @@ class AdaptingSender:
     async def send(self, upstream: Upstream, body: ChatRequest,
                    headers: Mapping[str, str]) -> httpx.Response:
         """POST body; the answer is a stream when the client asked for one."""
-        response = await _post(upstream, body, headers)
+
+        def post(sent: ChatRequest) -> Awaitable[httpx.Response]:
+            return self._post(sent) if self._post is not None else _post(upstream, sent, headers)
+
+        response = await post(body)
         if self._stream and not body.get("stream"):
             return await _as_stream(response, self._usage)
         tools = bool(body.get("tools"))
@@ -59,7 +70,7 @@ class AdaptingSender:
         if tools and is_empty_stream(first):
             await response.aclose()
             self._learn(EMPTY_STREAM)
-            retry = await _post_again(upstream, without_stream(body), headers)
+            retry = await _post_again(post, without_stream(body))
             return await _as_stream(retry, self._usage)
         filler = UsageFiller(prompt_chars(body)) if self._usage else None
         return _rewrap(response, _replay(first or b"", pieces, filler))
@@ -86,8 +97,7 @@ async def _post(upstream: Upstream, body: ChatRequest,
     return await send(upstream, "POST", _PATH, content=orjson.dumps(body), headers=headers)
 
 
-async def _post_again(upstream: Upstream, body: ChatRequest,
-                      headers: Mapping[str, str]) -> httpx.Response:
+async def _post_again(post: Post, body: ChatRequest) -> httpx.Response:
     """POST right after a broken stream: its pooled connection may be dead.
 
     llama-cpp-python keeps the connection of an empty stream alive on paper but
@@ -96,11 +106,11 @@ async def _post_again(upstream: Upstream, body: ChatRequest,
     """
     started = time.monotonic()
     try:
-        return await _post(upstream, body, headers)
+        return await post(body)
     except ApiError:
         if time.monotonic() - started > _DEAD_CONNECTION_S:
             raise
-        return await _post(upstream, body, headers)
+        return await post(body)
 
 
 async def _first_bytes(pieces: AsyncIterator[bytes]) -> bytes | None:

@@ -44,6 +44,11 @@ _PROFILE_FIELDS: Mapping[str, str] = {
     "implicit_tool_choice": "implicit_tool_choice",
     "required_tool_choice": "required_tool_choice",
     "null_content": "null_content",
+    "num_ctx": "num_ctx",
+    "keep_alive": "keep_alive",
+    "ollama_options": "ollama_options",
+    "context_guard": "context_guard",
+    "chars_per_token": "chars_per_token",
 }
 
 

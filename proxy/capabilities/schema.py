@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from proxy.formats import FORMATS
 from proxy.types import (
+    ContextGuard,
     Fallback,
     ImplicitToolChoice,
     InvalidPolicy,
@@ -169,6 +170,17 @@ class ModelEntry(_Entry):
     """null: send no tool_choice when the client sent none."""
     required_tool_choice: RequiredChoice | None = None
     null_content: bool | None = None
+    # Ollama's native /api/chat (docs/ollama.md); any of the first three sends the
+    # model there on an Ollama upstream. null: not set (num_ctx: null keeps /v1).
+    num_ctx: Annotated[int, Field(gt=0)] | Literal["auto"] | None = None
+    keep_alive: str | int | None = None
+    """Ollama duration ("5m", "1h") or seconds (-1: keep loaded)."""
+    ollama_options: dict[NonEmptyStr, Any] | None = None
+    context_guard: ContextGuard | None = None
+    chars_per_token: Annotated[float, Field(gt=0, le=64)] | None = None
+    """Learned from Ollama's prompt_eval_count; sizes the num_ctx: auto estimate."""
+
+    _guard_non_null = field_validator("context_guard")(_not_null)
 
     _non_null = field_validator(
         "tools",

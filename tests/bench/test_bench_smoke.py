@@ -100,3 +100,16 @@ def test_parse_request_waits_for_a_whole_chunked_body(fake: ModuleType) -> None:
     req, used = fake.parse_request(bytearray(raw))
     assert (req.method, req.path, req.body, used) == (b"POST", b"/v1/chat/completions",
                                                       b"hello world", first_end)
+
+
+async def test_native_chat_is_ndjson_like_ollama_r4(client: httpx.AsyncClient) -> None:
+    req = {"model": "bench-native-64", "messages": [{"role": "user", "content": "hi"}]}
+    resp = await client.post("/api/chat", json=req)
+    assert resp.status_code == 200
+    assert resp.headers["content-type"] == "application/x-ndjson"
+    lines = [orjson.loads(line) for line in resp.text.splitlines()]
+    assert len(lines) == 65 and resp.text.endswith("\n")
+    assert not any(line["done"] for line in lines[:-1])
+    assert lines[-1]["done"] is True and lines[-1]["done_reason"] == "stop"
+    version = await client.get("/api/version")
+    assert version.json() == {"version": "0.33.0"}

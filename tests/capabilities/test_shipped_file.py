@@ -32,12 +32,17 @@ ENTRY_KEYS = {
     "fallback",
     "recover_text_calls",
     "reasoning",
+    "num_ctx",
+    "keep_alive",
+    "ollama_options",
+    "context_guard",
 }
 ENUMS: dict[str, set[str]] = {
     "tools": {"auto", "native", "off", "emulate"},
     "invalid_tool_calls": {"drop", "repair", "keep"},
     "fallback": {"off", "emulate"},
     "reasoning": {"pass", "strip", "move"},
+    "context_guard": {"trim", "reject", "off"},
     "tool_format": {
         "hermes",
         "qwen3_coder_xml",
@@ -124,7 +129,7 @@ def test_top_level_shape(doc: Any) -> None:
     assert doc["version"] == 1 and not isinstance(doc["version"], bool)
     assert doc["learned"] == {}, "learned: is the proxy's section; ship it empty"
     assert dict(doc["defaults"]) == {"tools": "auto", "max_tools": 64,
-                                    "invalid_tool_calls": "repair"}
+                                    "invalid_tool_calls": "repair", "num_ctx": "auto"}
 
 
 def test_every_entry_uses_only_documented_keys_and_values(doc: Any) -> None:
