@@ -54,6 +54,8 @@ class Settings(BaseModel):
     log_format: Literal["json", "text"] = "json"
     log_prompts: bool = False
     workers: int = Field(1, ge=1, le=64)
+    responses_store_size: int = Field(1000, ge=0)
+    responses_ttl: float = Field(3600.0, gt=0)
 
     @field_validator("upstreams")
     @classmethod
@@ -110,6 +112,8 @@ ENV_NAMES: Mapping[str, str] = {
     "log_format": "TOOLSHIM_LOG_FORMAT",
     "log_prompts": "TOOLSHIM_LOG_PROMPTS",
     "workers": "TOOLSHIM_WORKERS",
+    "responses_store_size": "TOOLSHIM_RESPONSES_STORE_SIZE",
+    "responses_ttl": "TOOLSHIM_RESPONSES_TTL",
 }
 _LISTS = {"upstreams", "api_keys"}
 _PAIRS = {"routes", "upstream_key_envs"}
@@ -157,6 +161,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--workers", type=int,
         help="worker processes; they share what they learn through the capabilities file "
              "(TOOLSHIM_WORKERS, default 1)")
+    add("--responses-store-size", type=int,
+        help="responses kept for previous_response_id and GET; 0 keeps none "
+             "(TOOLSHIM_RESPONSES_STORE_SIZE, default 1000)")
+    add("--responses-ttl", type=float,
+        help="seconds a stored response is kept (TOOLSHIM_RESPONSES_TTL, default 3600)")
 
 
 def _from_env(name: str, raw: str) -> object:

@@ -1,0 +1,218 @@
+"""POST /v1/responses and GET / DELETE /v1/responses/{id}.
+
+The Responses API sits at the edges of the chat flow, never beside it: the
+body is translated to a chat request (responses_request), the chat flow
+answers it exactly as it answers /v1/chat/completions (profile, tool policy,
+retries, checks, recovery, headers, metrics, the log line, limits), and the
+chunks it hands its client are translated to Responses events
+(responses_events). `_chat_chunks` is the one place that talks to the flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from proxy.api.responses_events import Event, ResponseBuilder, completion_as_chunk
+from proxy.api.responses_request import ECHOED, Translated, to_chat, validate
+from proxy.api.responses_store import ResponsesStore
+from proxy.chat import _answer, _unless_client_leaves
+from proxy.chat_request import read_body
+from proxy.errors import ApiError
+from proxy.exchange import Exchange
+from proxy.services import Services
+from proxy.sse import SseDecoder
+from proxy.telemetry import RequestRecord
+from proxy.types import JSON, ChatRequest, Chunk
+
+_DEFAULTS: JSON = {"instructions": None, "tool_choice": "auto", "parallel_tool_calls": True,
+                   "temperature": None, "top_p": None, "max_output_tokens": None,
+                   "metadata": {}, "user": None, "store": True, "previous_response_id": None,
+                   "text": {"format": {"type": "text"}}, "reasoning": None,
+                   "truncation": "disabled"}
+
+
+@dataclass
+class ChatOutput:
+    """What the chat flow hands its client: its headers, then its chunks as they come."""
+
+    headers: dict[str, str]
+    chunks: AsyncIterator[Chunk]
+
+
+async def _chat_chunks(ex: Exchange, chat: ChatRequest) -> ChatOutput:
+    """Run `chat` through the chat flow for `ex` and hand back its client-facing chunks.
+
+    Errors before the answer starts raise ApiError (the chat envelope and
+    status); a failure mid-stream raises ApiError from the chunk iterator.
+    """
+    reply = await _unless_client_leaves(ex.request, _answer(ex, chat))
+    if reply is None:
+        raise ApiError(499, "client closed the connection", code="client_closed")
+    headers = {k: v for k, v in reply.headers.items() if k.startswith("x-toolshim-")}
+    if isinstance(reply, StreamingResponse):
+        return ChatOutput(headers, _sse_chunks(reply))
+    return ChatOutput(headers, _json_chunks(bytes(reply.body)))
+
+
+async def _sse_chunks(reply: StreamingResponse) -> AsyncIterator[Chunk]:
+    decoder = SseDecoder()
+    body = reply.body_iterator
+    failure: ApiError | None = None
+    try:
+        # Read to the end even past [DONE] or an error frame: the relay then
+        # ends and accounts the request as answered, not as a client that left.
+        async for piece in body:
+            for event in decoder.feed(piece.encode() if isinstance(piece, str) else bytes(piece)):
+                if event.is_done or failure is not None:
+                    continue
+                chunk = orjson.loads(event.data)
+                if "error" in chunk:
+                    failure = _stream_error(chunk["error"])
+                    continue
+                yield chunk
+    finally:
+        with anyio.CancelScope(shield=True):
+            await body.aclose()  # type: ignore[attr-defined]
+            if reply.background is not None:
+                await reply.background()
+    if failure is not None:
+        raise failure
+
+
+async def _json_chunks(raw: bytes) -> AsyncIterator[Chunk]:
+    yield completion_as_chunk(orjson.loads(raw))
+
+
+def _stream_error(err: Any) -> ApiError:
+    if not isinstance(err, dict):
+        return ApiError(502, str(err), code="upstream_error")
+    return ApiError(502, str(err.get("message")), code=err.get("code") or "upstream_error")
+
+
+# --- routes ----------------------------------------------------------------
+
+
+async def create_response(request: Request) -> Response:
+    svc: Services = request.app.state.services
+    ex = Exchange(svc, request, RequestRecord(request.state.request_id, "responses"))
+    try:
+        return await _handle(ex, request.app.state.responses)
+    except ApiError as exc:
+        error = exc
+    except Exception:
+        svc.telemetry.log.exception("responses request failed inside toolshim")
+        error = ApiError(500, "internal error in toolshim", type_="server_error")
+    ex.finish(error.status, error.message)
+    response = error.response()
+    response.headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
+    return response
+
+
+async def _handle(ex: Exchange, store: ResponsesStore) -> Response:
+    body = _decode(await read_body(ex.request, ex.svc.settings.max_body_bytes))
+    history: list[Any] = []
+    if body.get("previous_response_id"):
+        stored = store.get(body["previous_response_id"])
+        if stored is None:
+            raise ApiError(404, f"previous response {body['previous_response_id']!r} was not "
+                           "found (unknown, expired or not stored)",
+                           param="previous_response_id", code="previous_response_not_found")
+        history = stored.conversation
+    translated = to_chat(body, history)
+    ex.record.tools_stripped += translated.stripped
+    output = await _chat_chunks(ex, translated.chat)
+    builder = ResponseBuilder(_echo(body, translated))
+    keep = store if body.get("store") is not False else None
+    if body.get("stream"):
+        return StreamingResponse(_events(ex, builder, output, translated, keep),
+                                 media_type="text/event-stream",
+                                 headers={**output.headers, "cache-control": "no-cache",
+                                          "x-accel-buffering": "no"})
+    async for chunk in output.chunks:
+        builder.feed(chunk)
+    builder.finish()
+    _keep(keep, builder, translated)
+    return JSONResponse(builder.response, headers=output.headers)
+
+
+def _decode(raw: bytes) -> JSON:
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from None
+    return validate(body)
+
+
+def _echo(body: JSON, translated: Translated) -> JSON:
+    echo = {key: body.get(key, default) for key, default in _DEFAULTS.items()}
+    for key in ECHOED:
+        if body.get(key) is None:
+            echo[key] = _DEFAULTS[key]
+    echo["model"] = body["model"]
+    echo["tools"] = translated.tools
+    return echo
+
+
+async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
+                  translated: Translated, keep: ResponsesStore | None) -> AsyncIterator[bytes]:
+    yield _frames(builder.start())
+    try:
+        async for chunk in output.chunks:
+            events = builder.feed(chunk)
+            if events:
+                yield _frames(events)
+        yield _frames(builder.finish())
+    except ApiError as exc:
+        yield _frames(builder.fail(exc.message))
+    except Exception:
+        ex.svc.telemetry.log.exception("responses stream failed inside toolshim")
+        yield _frames(builder.fail("internal error in toolshim"))
+    finally:
+        with anyio.CancelScope(shield=True):
+            await output.chunks.aclose()  # type: ignore[attr-defined]
+    _keep(keep, builder, translated)
+
+
+def _frames(events: list[Event]) -> bytes:
+    return b"".join(b"event: " + e["type"].encode() + b"\ndata: " + orjson.dumps(e) + b"\n\n"
+                    for e in events)
+
+
+def _keep(store: ResponsesStore | None, builder: ResponseBuilder,
+          translated: Translated) -> None:
+    if store is None:
+        return
+    answer = builder.assistant_message()
+    conversation = translated.conversation + ([answer] if answer else [])
+    store.put(builder.response, conversation)
+
+
+async def get_response(request: Request) -> Response:
+    stored = _store(request).get(request.path_params["response_id"])
+    if stored is None:
+        raise _not_found(request.path_params["response_id"])
+    return JSONResponse(stored.response)
+
+
+async def delete_response(request: Request) -> Response:
+    response_id = request.path_params["response_id"]
+    if not _store(request).delete(response_id):
+        raise _not_found(response_id)
+    return JSONResponse({"id": response_id, "object": "response", "deleted": True})
+
+
+def _store(request: Request) -> ResponsesStore:
+    store: ResponsesStore = request.app.state.responses
+    return store
+
+
+def _not_found(response_id: str) -> ApiError:
+    return ApiError(404, f"no stored response with id {response_id!r}", param="response_id",
+                    code="response_not_found")
