@@ -318,3 +318,21 @@ def test_client_disconnect_closes_upstream(fake: FakeOllama, proxy_url: str) -> 
     while fake.abandoned == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert fake.abandoned == 1
+
+
+def test_counted_and_logged_like_chat(client: openai.OpenAI, proxy_url: str,
+                                      fake: FakeOllama) -> None:
+    client.responses.create(model="qwen3:8b", input="hi")
+    list(client.responses.create(model="qwen3:8b", input="hi", stream=True))
+    scrape = httpx.get(proxy_url + "/metrics").text
+    assert 'toolshim_requests_total{endpoint="responses",model="qwen3:8b",status="200"} 2.0' \
+        in scrape
+
+
+def test_api_keys_apply(make_settings: Callable[..., Any],
+                        new_sdk: Callable[..., openai.OpenAI]) -> None:
+    with serve(create_app(make_settings(api_keys=("sk-good",)))) as url:
+        with pytest.raises(openai.AuthenticationError):
+            new_sdk(url, api_key="sk-bad").responses.create(model="qwen3:8b", input="hi")
+        done = new_sdk(url, api_key="sk-good").responses.create(model="qwen3:8b", input="hi")
+        assert done.status == "completed"
