@@ -22,6 +22,7 @@ from wrk import WrkResult
 
 # Workload names the target checks look up (run.py's WORKLOADS uses them).
 W1_C1, W1_C32, W3 = "W1 small c=1", "W1 small c=32", "W3 200 slow streams"
+W2, W2R = "W2 64 chunks c=32", "W2r responses c=32"
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,9 @@ def _checks(rows: list[Row]) -> list[str]:
             checks.append(("W3 >= 90% of direct", w3.rate / w3d.rate, w3.rate >= 0.9 * w3d.rate))
         if w3 and target == "proxy":
             checks.append(("RSS peak < 150 MB", w3.peak, w3.peak < 150))
+        w2, w2r = _find(rows, W2, target), _find(rows, W2R, target)
+        if w2 and w2r:
+            checks.append(("W2r cpu <= 1.5x W2", w2r.cpu / w2.cpu, w2r.cpu <= 1.5 * w2.cpu))
         if checks:
             out.append(f"targets ({target}): " + "; ".join(
                 f"{name}: {_fmt(v)} {'PASS' if ok else 'FAIL'}" for name, v, ok in checks))

@@ -40,28 +40,32 @@ _DEFAULTS: JSON = {"instructions": None, "tool_choice": "auto", "parallel_tool_c
 
 @dataclass
 class ChatOutput:
-    """What the chat flow hands its client: its headers, then its chunks as they come."""
+    """What the chat flow hands its client: its headers, then its chunks as they come.
+
+    `batches` yields the chunks of one piece of the answer together (one list per
+    upstream read), so the client gets one write per piece, as a chat stream does.
+    """
 
     headers: dict[str, str]
-    chunks: AsyncIterator[Chunk]
+    batches: AsyncIterator[list[Chunk]]
 
 
 async def _chat_chunks(ex: Exchange, chat: ChatRequest) -> ChatOutput:
     """Run `chat` through the chat flow for `ex` and hand back its client-facing chunks.
 
     Errors before the answer starts raise ApiError (the chat envelope and
-    status); a failure mid-stream raises ApiError from the chunk iterator.
+    status); a failure mid-stream raises ApiError from the batch iterator.
     """
     reply = await _unless_client_leaves(ex.request, _answer(ex, chat))
     if reply is None:
         raise ApiError(499, "client closed the connection", code="client_closed")
     headers = {k: v for k, v in reply.headers.items() if k.startswith("x-toolshim-")}
     if isinstance(reply, StreamingResponse):
-        return ChatOutput(headers, _sse_chunks(reply))
-    return ChatOutput(headers, _json_chunks(bytes(reply.body)))
+        return ChatOutput(headers, _sse_batches(reply))
+    return ChatOutput(headers, _json_batches(bytes(reply.body)))
 
 
-async def _sse_chunks(reply: StreamingResponse) -> AsyncIterator[Chunk]:
+async def _sse_batches(reply: StreamingResponse) -> AsyncIterator[list[Chunk]]:
     decoder = SseDecoder()
     body = reply.body_iterator
     failure: ApiError | None = None
@@ -69,14 +73,17 @@ async def _sse_chunks(reply: StreamingResponse) -> AsyncIterator[Chunk]:
         # Read to the end even past [DONE] or an error frame: the relay then
         # ends and accounts the request as answered, not as a client that left.
         async for piece in body:
+            batch: list[Chunk] = []
             for event in decoder.feed(piece.encode() if isinstance(piece, str) else bytes(piece)):
                 if event.is_done or failure is not None:
                     continue
                 chunk = orjson.loads(event.data)
                 if "error" in chunk:
                     failure = _stream_error(chunk["error"])
-                    continue
-                yield chunk
+                else:
+                    batch.append(chunk)
+            if batch:
+                yield batch
     finally:
         with anyio.CancelScope(shield=True):
             await body.aclose()  # type: ignore[attr-defined]
@@ -86,8 +93,8 @@ async def _sse_chunks(reply: StreamingResponse) -> AsyncIterator[Chunk]:
         raise failure
 
 
-async def _json_chunks(raw: bytes) -> AsyncIterator[Chunk]:
-    yield completion_as_chunk(orjson.loads(raw))
+async def _json_batches(raw: bytes) -> AsyncIterator[list[Chunk]]:
+    yield [completion_as_chunk(orjson.loads(raw))]
 
 
 def _stream_error(err: Any) -> ApiError:
@@ -135,8 +142,9 @@ async def _handle(ex: Exchange, store: ResponsesStore) -> Response:
                                  media_type="text/event-stream",
                                  headers={**output.headers, "cache-control": "no-cache",
                                           "x-accel-buffering": "no"})
-    async for chunk in output.chunks:
-        builder.feed(chunk)
+    async for batch in output.batches:
+        for chunk in batch:
+            builder.feed(chunk)
     builder.finish()
     _keep(keep, builder, translated)
     return JSONResponse(builder.response, headers=output.headers)
@@ -164,8 +172,8 @@ async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
                   translated: Translated, keep: ResponsesStore | None) -> AsyncIterator[bytes]:
     yield _frames(builder.start())
     try:
-        async for chunk in output.chunks:
-            events = builder.feed(chunk)
+        async for batch in output.batches:
+            events = [e for chunk in batch for e in builder.feed(chunk)]
             if events:
                 yield _frames(events)
         yield _frames(builder.finish())
@@ -176,7 +184,7 @@ async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
         yield _frames(builder.fail("internal error in toolshim"))
     finally:
         with anyio.CancelScope(shield=True):
-            await output.chunks.aclose()  # type: ignore[attr-defined]
+            await output.batches.aclose()  # type: ignore[attr-defined]
     _keep(keep, builder, translated)
 
 

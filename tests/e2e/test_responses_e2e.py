@@ -227,7 +227,8 @@ def test_hallucinated_call_is_dropped(client: openai.OpenAI, fake: FakeOllama,
         tool_call("launch_rockets", {"count": 3}, "call_bbbbbbbb", 1)]))
     raw = client.responses.with_raw_response.create(model="qwen3:8b", input="weather?",
                                                     tools=[WEATHER], stream=stream)
-    assert raw.headers.get("x-toolshim-calls-dropped", "1") == "1"
+    if not stream:  # a stream's headers leave before any call exists
+        assert raw.headers["x-toolshim-calls-dropped"] == "1"
     done = raw.parse() if not stream else list(raw.parse())[-1].response
     assert [(i.type, getattr(i, "name", None)) for i in done.output] == [
         ("function_call", "get_weather")]
