@@ -72,23 +72,30 @@ class ResponseBuilder:
     def feed(self, chunk: Chunk) -> list[Event]:
         events: list[Event] = []
         usage = chunk.get("usage")
-        if isinstance(usage, dict):
+        if usage and isinstance(usage, dict):
             self.response["usage"] = _usage(usage)
         for choice in chunk.get("choices") or ():
-            if choice.get("index", 0) != 0:
+            if choice.get("index", 0):
                 continue  # n > 1 has no Responses equivalent: the first choice answers
-            delta = choice.get("delta") or {}
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            if isinstance(reasoning, str) and reasoning:
-                self._add_reasoning(reasoning, events)
-            content = delta.get("content")
-            if isinstance(content, str) and content:
-                self._add_text(content, events)
-            for call in delta.get("tool_calls") or ():
-                self._add_call(call, events)
+            delta = choice.get("delta")
+            if delta:
+                self._take_delta(delta, events)
             if choice.get("finish_reason"):
                 self._finish = choice["finish_reason"]
         return events
+
+    def _take_delta(self, delta: JSON, events: list[Event]) -> None:
+        if "reasoning_content" in delta or "reasoning" in delta:
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                self._add_reasoning(reasoning, events)
+        content = delta.get("content")
+        if content and isinstance(content, str):
+            self._add_text(content, events)
+        calls = delta.get("tool_calls")
+        if calls:
+            for call in calls:
+                self._add_call(call, events)
 
     def finish(self) -> list[Event]:
         """Close every open item and end with response.completed or .incomplete."""
@@ -158,23 +165,29 @@ class ResponseBuilder:
                                   output_index=item["_index"], summary_index=0, delta=text))
 
     def _add_text(self, text: str, events: list[Event]) -> None:
-        if self._text is None:
-            self._close_reasoning(events)
-            item: JSON = {"id": self._new_id("msg"), "type": "message", "role": "assistant",
-                    "status": "in_progress", "content": []}
-            item["_index"] = self._open(item, events)
-            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-            item["content"].append(part)
-            events.append(self._event("response.content_part.added", item_id=item["id"],
-                                      output_index=item["_index"], content_index=0,
-                                      part=dict(part)))
-            self._text = item
         item = self._text
-        assert item is not None
-        item["content"][0]["text"] += text
-        events.append(self._event("response.output_text.delta", item_id=item["id"],
-                                  output_index=item["_index"], content_index=0, delta=text,
-                                  logprobs=[]))
+        if item is None:
+            item = self._open_text(events)
+        item["_pieces"].append(text)
+        # The hot path (one event per content delta): built in place, no helpers.
+        events.append({"type": "response.output_text.delta", "sequence_number": self._seq,
+                       "item_id": item["id"], "output_index": item["_index"],
+                       "content_index": 0, "delta": text, "logprobs": []})
+        self._seq += 1
+
+    def _open_text(self, events: list[Event]) -> JSON:
+        self._close_reasoning(events)
+        item: JSON = {"id": self._new_id("msg"), "type": "message", "role": "assistant",
+                      "status": "in_progress", "content": []}
+        item["_index"] = self._open(item, events)
+        item["_pieces"] = []
+        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        item["content"].append(part)
+        events.append(self._event("response.content_part.added", item_id=item["id"],
+                                  output_index=item["_index"], content_index=0,
+                                  part=dict(part)))
+        self._text = item
+        return item
 
     def _add_call(self, call: JSON, events: list[Event]) -> None:
         index = call.get("index", 0)
@@ -223,6 +236,7 @@ class ResponseBuilder:
         item, self._text = self._text, None
         if item is None:
             return
+        item["content"][0]["text"] = "".join(item.pop("_pieces"))
         part = dict(item["content"][0])
         base = {"item_id": item["id"], "output_index": item["_index"], "content_index": 0}
         events.append(self._event("response.output_text.done", **base, text=part["text"],
@@ -244,8 +258,8 @@ class ResponseBuilder:
 
 
 def _copy(item: JSON) -> JSON:
-    """An item as it goes out: our bookkeeping key removed, parts copied."""
-    out = {k: v for k, v in item.items() if k != "_index"}
+    """An item as it goes out: our bookkeeping keys (`_...`) removed, parts copied."""
+    out = {k: v for k, v in item.items() if k[0] != "_"}
     for key in ("content", "summary"):
         if key in out:
             out[key] = [dict(p) for p in out[key]]

@@ -189,8 +189,10 @@ async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
 
 
 def _frames(events: list[Event]) -> bytes:
-    return b"".join(b"event: " + e["type"].encode() + b"\ndata: " + orjson.dumps(e) + b"\n\n"
-                    for e in events)
+    parts: list[bytes] = []
+    for event in events:
+        parts += (b"event: ", event["type"].encode(), b"\ndata: ", orjson.dumps(event), b"\n\n")
+    return b"".join(parts)
 
 
 def _keep(store: ResponsesStore | None, builder: ResponseBuilder,
