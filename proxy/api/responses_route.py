@@ -10,12 +10,13 @@ chunks it hands its client are translated to Responses events
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import orjson
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -48,6 +49,9 @@ class ChatOutput:
 
     headers: dict[str, str]
     batches: AsyncIterator[list[Chunk]]
+    close: Callable[[], Awaitable[None]] | None = None
+    """frees what the flow holds (upstream response, limiter slot) even if `batches`
+    is never started, e.g. when the client leaves before the body begins."""
 
 
 async def _chat_chunks(ex: Exchange, chat: ChatRequest) -> ChatOutput:
@@ -61,7 +65,7 @@ async def _chat_chunks(ex: Exchange, chat: ChatRequest) -> ChatOutput:
         raise ApiError(499, "client closed the connection", code="client_closed")
     headers = {k: v for k, v in reply.headers.items() if k.startswith("x-toolshim-")}
     if isinstance(reply, StreamingResponse):
-        return ChatOutput(headers, _sse_batches(reply))
+        return ChatOutput(headers, _sse_batches(reply), reply.background)
     return ChatOutput(headers, _json_batches(bytes(reply.body)))
 
 
@@ -138,8 +142,12 @@ async def _handle(ex: Exchange, store: ResponsesStore) -> Response:
     builder = ResponseBuilder(_echo(body, translated))
     keep = store if body.get("store") is not False else None
     if body.get("stream"):
+        # The flow's own close runs as the background task too (it runs once): if the
+        # client leaves before the body starts, only that frees the upstream and slot.
         return StreamingResponse(_events(ex, builder, output, translated, keep),
                                  media_type="text/event-stream",
+                                 background=BackgroundTask(output.close) if output.close
+                                 else None,
                                  headers={**output.headers, "cache-control": "no-cache",
                                           "x-accel-buffering": "no"})
     async for batch in output.batches:

@@ -197,6 +197,20 @@ def test_hosted_tools_are_stripped_and_counted(client: openai.OpenAI, fake: Fake
     assert [t["function"]["name"] for t in fake.chat_requests()[-1]["tools"]] == ["get_weather"]
 
 
+def test_profile_deny_list_strips_and_counts_with_hosted(
+        fake: FakeOllama, new_sdk: Callable[..., openai.OpenAI],
+        make_settings: Callable[..., Any], caps_path: Path) -> None:
+    caps_path.write_text('version: 1\nmodels:\n  "qwen3*":\n    tools: native\n'
+                         '    deny_tools: [read_file]\n')
+    read = {**WEATHER, "name": "read_file"}
+    with serve(create_app(make_settings())) as url:
+        raw = new_sdk(url).responses.with_raw_response.create(
+            model="qwen3:8b", input="hi", tools=[{"type": "web_search"}, WEATHER, read])
+        assert raw.parse().status == "completed"
+    assert raw.headers["x-toolshim-tools-stripped"] == "2"
+    assert [t["function"]["name"] for t in fake.chat_requests()[-1]["tools"]] == ["get_weather"]
+
+
 def test_only_hosted_tools_send_none(client: openai.OpenAI, fake: FakeOllama) -> None:
     done = client.responses.create(model="qwen3:8b", input="hi",
                                    tools=[{"type": "web_search"}], tool_choice="required")
@@ -337,3 +351,23 @@ def test_api_keys_apply(make_settings: Callable[..., Any],
             new_sdk(url, api_key="sk-bad").responses.create(model="qwen3:8b", input="hi")
         done = new_sdk(url, api_key="sk-good").responses.create(model="qwen3:8b", input="hi")
         assert done.status == "completed"
+
+
+def test_body_over_limit_is_413(make_settings: Callable[..., Any],
+                                new_sdk: Callable[..., openai.OpenAI]) -> None:
+    with serve(create_app(make_settings(max_body_bytes=200))) as url, \
+            pytest.raises(openai.APIStatusError) as info:
+        new_sdk(url).responses.create(model="qwen3:8b", input="x" * 500)
+    assert info.value.status_code == 413 and info.value.code == "request_too_large"
+
+
+def test_client_leaving_before_the_body_frees_the_upstream(fake: FakeOllama,
+                                                           proxy_url: str) -> None:
+    fake.reply("qwen3:8b", Reply(content=[f"piece {i} " for i in range(50)], delay=0.05))
+    with httpx.stream("POST", proxy_url + "/v1/responses",
+                      json={"model": "qwen3:8b", "input": "go", "stream": True}) as response:
+        assert response.status_code == 200  # headers only: not one body byte read
+    deadline = time.monotonic() + 3
+    while fake.abandoned == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert fake.abandoned == 1
