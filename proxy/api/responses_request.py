@@ -20,12 +20,6 @@ _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "develop
 _TEXT_PARTS = {"input_text", "output_text", "text", "summary_text", "reasoning_text"}
 _CHOICE_MODES = {"auto", "none", "required"}
 
-ECHOED = ("instructions", "tool_choice", "parallel_tool_calls", "temperature", "top_p",
-          "max_output_tokens", "metadata", "user", "store", "text", "reasoning",
-          "previous_response_id", "truncation")
-"""Request fields the response object repeats back."""
-
-
 class _Body(BaseModel):
     model_config = ConfigDict(extra="allow")
     model: str = Field(min_length=1)

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from proxy.api.responses_events import Event, ResponseBuilder, completion_as_chunk
-from proxy.api.responses_request import ECHOED, Translated, to_chat, validate
+from proxy.api.responses_request import Translated, to_chat, validate
 from proxy.api.responses_store import ResponsesStore
 from proxy.chat import _answer, _unless_client_leaves
 from proxy.chat_request import read_body
@@ -167,10 +167,9 @@ def _decode(raw: bytes) -> JSON:
 
 
 def _echo(body: JSON, translated: Translated) -> JSON:
-    echo = {key: body.get(key, default) for key, default in _DEFAULTS.items()}
-    for key in ECHOED:
-        if body.get(key) is None:
-            echo[key] = _DEFAULTS[key]
+    """The request fields a response repeats, with the API's defaults for those not given."""
+    echo = {key: default if body.get(key) is None else body[key]
+            for key, default in _DEFAULTS.items()}
     echo["model"] = body["model"]
     echo["tools"] = translated.tools
     return echo
