@@ -260,6 +260,25 @@ def test_text_call_is_recovered(client: openai.OpenAI, fake: FakeOllama, stream:
     assert (call.name, call.arguments) == ("get_weather", '{"city":"Tokyo"}')
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_emulated_tools_round_trip(client: openai.OpenAI, fake: FakeOllama, caps_path: Path,
+                                   stream: bool) -> None:
+    caps_path.write_text('version: 1\nmodels:\n  "gemma3:*":\n    tools: emulate\n'
+                         '    tool_format: hermes\n')
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Tokyo"}}\n</tool_call>'
+    fake.reply("gemma3:4b", Reply(content=[text[i:i + 5] for i in range(0, len(text), 5)]))
+    done = _create(client, stream, model="gemma3:4b", tools=[WEATHER], input=[
+        {"role": "user", "content": "weather in Paris?"},
+        {"type": "function_call", "call_id": "call_1", "name": "get_weather",
+         "arguments": '{"city": "Paris"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": "18C"},
+        {"role": "user", "content": "and Tokyo?"}])
+    assert [(i.type, i.name, i.arguments) for i in done.output] == [
+        ("function_call", "get_weather", '{"city":"Tokyo"}')]
+    sent = fake.chat_requests()[-1]
+    assert "tools" not in sent and "get_weather" in sent["messages"][0]["content"]
+
+
 def test_reasoning_is_a_summary_item(client: openai.OpenAI, fake: FakeOllama,
                                      caps_path: Path) -> None:
     caps_path.write_text("version: 1\nmodels:\n  qwen3*:\n    reasoning: move\n")
