@@ -53,6 +53,7 @@ class LoadSpec:
     timeout: float = 30.0
     drain: float = 3.0
     ramp: float = 0.0  # workers start spread over this many seconds
+    api: str = "chat"  # or "responses": the same conversation sent to /v1/responses
 
 
 class WindowProbe(Protocol):
@@ -63,7 +64,14 @@ class WindowProbe(Protocol):
     def stop(self) -> None: ...
 
 
+_COMPLETED = b"event: response.completed\n"
+
+
 def request_body(spec: LoadSpec) -> bytes:
+    if spec.api == "responses":
+        return orjson.dumps({"model": spec.model, "stream": spec.stream,
+                             "instructions": "You are a helpful assistant.",
+                             "input": "Say hello in one short sentence."})
     body: dict[str, object] = {
         "model": spec.model, "stream": spec.stream,
         "messages": [{"role": "system", "content": "You are a helpful assistant."},
@@ -137,17 +145,20 @@ async def _one(session: aiohttp.ClientSession, url: str, body: bytes, t0: float)
     """Send one request and read it to the end; returns the time to first body byte."""
     ttfb = math.nan
     tail = b""
+    completed = False  # a Responses stream ends with response.completed, not [DONE]
     async with session.post(url, data=body,
                             headers={"content-type": "application/json"}) as resp:
         async for data in resp.content.iter_any():
             if math.isnan(ttfb):
                 ttfb = time.perf_counter() - t0
-            tail = (tail + data)[-len(_DONE):]
+            completed = completed or _COMPLETED in tail + data[:len(_COMPLETED)] \
+                or _COMPLETED in data
+            tail = (tail + data)[-len(_COMPLETED):]
         status, ctype = resp.status, resp.headers.get("content-type", "")
     if status != 200:
         raise ValueError(f"HTTP {status}")
-    if ctype.startswith("text/event-stream") and tail != _DONE:
-        raise ValueError(f"stream did not end with [DONE]: {tail!r}")
+    if ctype.startswith("text/event-stream") and not tail.endswith(_DONE) and not completed:
+        raise ValueError(f"stream did not end with [DONE] or response.completed: {tail!r}")
     return ttfb
 
 
@@ -172,7 +183,8 @@ async def _worker(session: aiohttp.ClientSession, url: str, body: bytes,
 async def run_load(base_url: str, spec: LoadSpec,
                    probe: WindowProbe | None = None) -> LoadResult:
     """One warmup + measured window against `base_url` (e.g. http://127.0.0.1:8080)."""
-    url = base_url.rstrip("/") + "/v1/chat/completions"
+    path = "/v1/responses" if spec.api == "responses" else "/v1/chat/completions"
+    url = base_url.rstrip("/") + path
     body = request_body(spec)
     win = _Window(LoadResult(), spec.max_requests)
     connector = aiohttp.TCPConnector(limit=spec.concurrency + 16, force_close=False)

@@ -22,7 +22,7 @@ from wrk import WrkResult
 
 # Workload names the target checks look up (run.py's WORKLOADS uses them).
 W1_C1, W1_C32, W3 = "W1 small c=1", "W1 small c=32", "W3 200 slow streams"
-W2, W2N = "W2 64 chunks c=32", "W2n native c=32"
+W2, W2N, W2R = "W2 64 chunks c=32", "W2n native c=32", "W2r responses c=32"
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,9 @@ def _checks(rows: list[Row]) -> list[str]:
         if w2 and w2n and w2.cpu > 0 and target == "proxy":
             # Ollama's native /api/chat costs a decode and an encode per chunk more than /v1.
             checks.append(("W2n cpu <= 1.3x W2", w2n.cpu / w2.cpu, w2n.cpu <= 1.3 * w2.cpu))
+        w2, w2r = _find(rows, W2, target), _find(rows, W2R, target)
+        if w2 and w2r:
+            checks.append(("W2r cpu <= 1.5x W2", w2r.cpu / w2.cpu, w2r.cpu <= 1.5 * w2.cpu))
         if checks:
             out.append(f"targets ({target}): " + "; ".join(
                 f"{name}: {_fmt(v)} {'PASS' if ok else 'FAIL'}" for name, v, ok in checks))

@@ -20,6 +20,8 @@ from starlette.routing import Route
 
 from proxy.admin import admin_capabilities
 from proxy.api.client_timeouts import BodyTimeoutMiddleware
+from proxy.api.responses_route import create_response, delete_response, get_response
+from proxy.api.responses_store import ResponsesStore
 from proxy.capabilities.store import CapabilityStore
 from proxy.chat import chat_completions
 from proxy.console.recent import ConsoleState
@@ -122,6 +124,9 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/models", list_models, methods=["GET"]),
+        Route("/v1/responses", create_response, methods=["POST"]),
+        Route("/v1/responses/{response_id}", get_response, methods=["GET"]),
+        Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]),
         Route("/v1/{path:path}", forward,
               methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
         Route("/healthz", healthz, methods=["GET"]),
@@ -142,6 +147,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
                     exception_handlers={HTTPException: _http_error, ApiError: _api_error,
                                         Exception: _unexpected})
     app.state.drain = drain
+    app.state.responses = ResponsesStore(settings.responses_store_size, settings.responses_ttl)
     return app
 
 

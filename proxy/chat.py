@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx
@@ -59,6 +59,8 @@ from proxy.transforms.response import build_pipeline
 from proxy.types import ChatRequest, Observation, Plan, Profile
 from proxy.upstream import Upstream, forward_headers
 
+T = TypeVar("T")
+
 
 async def chat_completions(request: Request) -> Response:
     svc: Services = request.app.state.services
@@ -74,14 +76,13 @@ async def _handle(ex: Exchange) -> Response:
     return reply
 
 
-async def _unless_client_leaves(request: Request,
-                                work: Coroutine[Any, Any, Response]) -> Response | None:
+async def _unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -> T | None:
     """Run work; a client that hangs up first cancels it, and with it the upstream call.
 
     Until the response starts nothing else notices a departed client, and a
     non-streaming Ollama answer (or a model load) can keep a GPU busy for minutes.
     """
-    done: list[Response] = []
+    done: list[T] = []
     try:
         async with anyio.create_task_group() as group:
             async def watch() -> None:

@@ -85,3 +85,12 @@ def toolshim_headers(ex: Exchange) -> dict[str, str]:
     if rec.num_ctx:
         headers["x-toolshim-num-ctx"] = str(rec.num_ctx)
     return headers
+
+
+def call_headers(ex: Exchange) -> dict[str, str]:
+    """What the response stages did to the calls: known once the whole answer was read."""
+    rec = ex.record
+    pairs = {"x-toolshim-calls-dropped": rec.calls_dropped,
+             "x-toolshim-calls-repaired": rec.calls_repaired,
+             "x-toolshim-calls-recovered": rec.calls_recovered}
+    return {k: str(v) for k, v in pairs.items() if v}

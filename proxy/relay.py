@@ -21,7 +21,7 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from proxy.errors import ApiError, error_body
-from proxy.exchange import Exchange
+from proxy.exchange import call_headers
 from proxy.flow.run import ChatRun
 from proxy.sse import DONE_FRAME
 from proxy.transforms.response.completion import chunks_to_completion
@@ -65,7 +65,7 @@ async def json_response(run: ChatRun) -> Response:
         raise ApiError(502, "upstream sent an answer that is not a chat completion",
                        code="upstream_invalid")
     headers = run.headers()
-    headers.update(_call_headers(run.ex))
+    headers.update(call_headers(run.ex))
     body = chunks_to_completion(chunks, _template(chunks[0]))
     return Response(orjson.dumps(body), media_type="application/json", headers=headers)
 
@@ -78,10 +78,3 @@ def _template(first: Chunk) -> Chunk:
 def _error_frame(message: str, status: int, code: str | None) -> bytes:
     return b"data: " + orjson.dumps(error_body(message, status, code=code)) + b"\n\n"
 
-
-def _call_headers(ex: Exchange) -> dict[str, str]:
-    rec = ex.record
-    pairs = {"x-toolshim-calls-dropped": rec.calls_dropped,
-             "x-toolshim-calls-repaired": rec.calls_repaired,
-             "x-toolshim-calls-recovered": rec.calls_recovered}
-    return {k: str(v) for k, v in pairs.items() if v}

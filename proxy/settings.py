@@ -92,6 +92,8 @@ class Settings(BaseModel):
     """(upstream root URL, kind): overrides asking the upstream's /api/version."""
     ollama_default_ctx: int = Field(4096, gt=0)
     """The window Ollama loads a model with when nobody asked for one (num_ctx: auto)."""
+    responses_store_size: int = Field(1000, ge=0)
+    responses_ttl: float = Field(3600.0, gt=0)
 
     @field_validator("upstreams")
     @classmethod
@@ -162,6 +164,8 @@ ENV_NAMES: Mapping[str, str] = {
     "min_validation": "TOOLSHIM_MIN_VALIDATION",
     "upstream_kinds": "TOOLSHIM_UPSTREAM_KIND",
     "ollama_default_ctx": "TOOLSHIM_OLLAMA_DEFAULT_CTX",
+    "responses_store_size": "TOOLSHIM_RESPONSES_STORE_SIZE",
+    "responses_ttl": "TOOLSHIM_RESPONSES_TTL",
 }
 _LISTS = {"upstreams", "api_keys"}
 _PAIRS = {"routes", "upstream_key_envs", "upstream_kinds"}
@@ -235,6 +239,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--ollama-default-ctx", type=int,
         help="context window Ollama gives a model nobody sized, for num_ctx: auto "
              "(TOOLSHIM_OLLAMA_DEFAULT_CTX, default 4096)")
+    add("--responses-store-size", type=int,
+        help="responses kept for previous_response_id and GET; 0 keeps none "
+             "(TOOLSHIM_RESPONSES_STORE_SIZE, default 1000)")
+    add("--responses-ttl", type=float,
+        help="seconds a stored response is kept (TOOLSHIM_RESPONSES_TTL, default 3600)")
 
 
 def _from_env(name: str, raw: str) -> object:

@@ -1,0 +1,256 @@
+"""A Responses API request body -> a chat completions request. Pure, no I/O.
+
+The chat flow then does everything it does for chat (profile, tool policy,
+retries, checks, recovery). Fields toolshim relies on are validated, and a
+malformed body is a 400 naming the field; hosted tools (web_search,
+file_search, ...) that no chat backend can run are removed and counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from proxy.errors import ApiError
+from proxy.types import JSON, ChatRequest, Message, ToolDef
+
+_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+_TEXT_PARTS = {"input_text", "output_text", "text", "summary_text", "reasoning_text"}
+_CHOICE_MODES = {"auto", "none", "required"}
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    model: str = Field(min_length=1)
+    input: str | list[dict[str, Any]]
+    instructions: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    max_output_tokens: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, ge=0, le=1)
+    text: dict[str, Any] | None = None
+    reasoning: dict[str, Any] | None = None
+    metadata: dict[str, str] | None = None
+    user: str | None = None
+    store: bool | None = None
+    stream: bool | None = None
+    previous_response_id: str | None = Field(None, min_length=1)
+
+
+@dataclass
+class Translated:
+    """The chat request plus what the Responses side keeps for itself."""
+
+    chat: ChatRequest
+    tools: list[JSON]
+    """the request's tools as echoed in the response (hosted ones removed)."""
+    stripped: int
+    conversation: list[Message] = field(default_factory=list)
+    """history + this input, without instructions: what a continuation starts from."""
+
+
+def bad(where: str, message: str) -> ApiError:
+    return ApiError(400, f"invalid responses request: {where}: {message}", param=where,
+                    code="invalid_request")
+
+
+def validate(body: Any) -> JSON:
+    """The decoded body, checked; a 400 naming the first bad field otherwise."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid request: the body must be a JSON object",
+                       code="invalid_request")
+    try:
+        _Body.model_validate(body)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        # The body's checked fields are all top-level; deeper loc parts name union members.
+        raise bad(str(err["loc"][0]) if err["loc"] else "body", err["msg"]) from None
+    return body
+
+
+def to_chat(body: JSON, history: list[Message]) -> Translated:
+    """Translate a validated body; `history` is the stored conversation it continues."""
+    current = input_messages(body["input"])
+    conversation = [*history, *current]
+    messages = list(conversation)
+    if body.get("instructions"):
+        messages.insert(0, {"role": "system", "content": body["instructions"]})
+    if not messages:
+        raise bad("input", "there is nothing to answer")
+    tools, stripped = split_tools(body.get("tools") or [])
+    chat: ChatRequest = {"model": body["model"], "messages": messages}
+    _add_tools(chat, body, tools)
+    _add_sampling(chat, body)
+    return Translated(chat, tools, stripped, conversation)
+
+
+def _add_tools(chat: ChatRequest, body: JSON, tools: list[JSON]) -> None:
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
+        allowed = {t.get("name") for t in choice.get("tools") or [] if isinstance(t, dict)}
+        tools = [t for t in tools if t["name"] in allowed]
+        choice = choice.get("mode", "auto")
+    translated = tool_choice(choice, {t["name"] for t in tools})
+    if not tools:
+        return
+    chat["tools"] = [chat_tool(t) for t in tools]
+    if translated is not None:
+        chat["tool_choice"] = translated
+    if body.get("parallel_tool_calls") is not None:
+        chat["parallel_tool_calls"] = body["parallel_tool_calls"]
+
+
+def _add_sampling(chat: ChatRequest, body: JSON) -> None:
+    for ours, theirs in (("temperature", "temperature"), ("top_p", "top_p"),
+                         ("max_output_tokens", "max_tokens"), ("user", "user")):
+        if body.get(ours) is not None:
+            chat[theirs] = body[ours]
+    response_format = _response_format((body.get("text") or {}).get("format"))
+    if response_format is not None:
+        chat["response_format"] = response_format
+    effort = (body.get("reasoning") or {}).get("effort")
+    if isinstance(effort, str):
+        chat["reasoning_effort"] = effort
+    if body.get("stream"):
+        chat["stream"] = True
+        chat["stream_options"] = {"include_usage": True}
+
+
+def split_tools(tools: list[JSON]) -> tuple[list[JSON], int]:
+    """Function tools kept (validated), every other (hosted) tool type counted and dropped."""
+    kept: list[JSON] = []
+    for i, tool in enumerate(tools):
+        if tool.get("type") != "function":
+            continue
+        name = tool.get("name")
+        if not isinstance(name, str) or not name:
+            raise bad(f"tools.{i}.name", "a function tool needs a name")
+        params = tool.get("parameters")
+        if params is not None and not isinstance(params, dict):
+            raise bad(f"tools.{i}.parameters", "must be a JSON schema object")
+        kept.append(tool)
+    return kept, len(tools) - len(kept)
+
+
+def chat_tool(tool: JSON) -> ToolDef:
+    function: JSON = {"name": tool["name"]}
+    for key in ("description", "parameters", "strict"):
+        if tool.get(key) is not None:
+            function[key] = tool[key]
+    return {"type": "function", "function": function}
+
+
+def tool_choice(choice: Any, names: set[str]) -> Any:
+    """Responses tool_choice -> chat's; a choice naming a removed hosted tool is dropped."""
+    if choice is None:
+        return None
+    if isinstance(choice, str):
+        if choice not in _CHOICE_MODES:
+            raise bad("tool_choice", f"must be one of auto, none, required; got {choice!r}")
+        return choice
+    if choice.get("type") == "function":
+        name = choice.get("name")
+        if not isinstance(name, str) or name not in names:
+            raise bad("tool_choice.name", f"no function tool named {name!r}")
+        return {"type": "function", "function": {"name": name}}
+    return None
+
+
+def _response_format(fmt: Any) -> JSON | None:
+    if not isinstance(fmt, dict) or fmt.get("type") in (None, "text"):
+        return None
+    if fmt["type"] == "json_object":
+        return {"type": "json_object"}
+    if fmt["type"] == "json_schema":
+        if not isinstance(fmt.get("schema"), dict):
+            raise bad("text.format.schema", "a json_schema format needs a schema object")
+        schema = {k: fmt[k] for k in ("name", "schema", "description", "strict") if k in fmt}
+        schema.setdefault("name", "response")
+        return {"type": "json_schema", "json_schema": schema}
+    raise bad("text.format.type", f"unsupported format {fmt['type']!r}")
+
+
+def input_messages(items: str | list[JSON]) -> list[Message]:
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}]
+    messages: list[Message] = []
+    for i, item in enumerate(items):
+        _take_item(item, f"input.{i}", messages)
+    return messages
+
+
+def _take_item(item: JSON, where: str, messages: list[Message]) -> None:
+    kind = item.get("type", "message" if "role" in item else None)
+    if kind == "message":
+        messages.append(_message(item, where))
+    elif kind == "function_call":
+        _function_call(item, where, messages)
+    elif kind == "function_call_output":
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise bad(f"{where}.call_id", "a function_call_output needs the call's call_id")
+        messages.append({"role": "tool", "tool_call_id": call_id,
+                         "content": _output_text(item.get("output"), f"{where}.output")})
+    elif kind == "reasoning":
+        return  # the model's own earlier reasoning: accepted, never sent back upstream
+    else:
+        raise bad(f"{where}.type", f"unsupported input item type {kind!r}")
+
+
+def _message(item: JSON, where: str) -> Message:
+    role = _ROLES.get(item.get("role"))  # type: ignore[arg-type]
+    if role is None:
+        raise bad(f"{where}.role", f"unsupported role {item.get('role')!r}")
+    content = item.get("content")
+    if isinstance(content, str):
+        return {"role": role, "content": content}
+    if not isinstance(content, list):
+        raise bad(f"{where}.content", "must be a string or a list of content parts")
+    parts = [_part(p, f"{where}.content.{j}") for j, p in enumerate(content)]
+    if role != "user" or all(p["type"] == "text" for p in parts):
+        return {"role": role, "content": "".join(p.get("text", "") for p in parts)}
+    return {"role": role, "content": parts}
+
+
+def _part(part: Any, where: str) -> JSON:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind in _TEXT_PARTS or kind == "refusal":
+        text = part.get("text", part.get("refusal"))
+        if not isinstance(text, str):
+            raise bad(f"{where}.text", "must be a string")
+        return {"type": "text", "text": text}
+    if kind == "input_image":
+        url = part.get("image_url")
+        if not isinstance(url, str) or not url:
+            raise bad(f"{where}.image_url", "an input_image needs an image_url (URL or data URL)")
+        image: JSON = {"url": url}
+        if part.get("detail") in ("low", "high", "auto"):
+            image["detail"] = part["detail"]
+        return {"type": "image_url", "image_url": image}
+    raise bad(f"{where}.type", f"unsupported content part type {kind!r}")
+
+
+def _function_call(item: JSON, where: str, messages: list[Message]) -> None:
+    for key in ("call_id", "name", "arguments"):
+        if not isinstance(item.get(key), str):
+            raise bad(f"{where}.{key}", "must be a string")
+    call = {"id": item["call_id"], "type": "function",
+            "function": {"name": item["name"], "arguments": item["arguments"]}}
+    last = messages[-1] if messages else None
+    if last is not None and last["role"] == "assistant":
+        # Calls that follow the assistant's text (or other calls) are one chat turn.
+        last.setdefault("tool_calls", []).append(call)
+        return
+    messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+
+
+def _output_text(output: Any, where: str) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return "".join(_part(p, f"{where}.{j}").get("text", "") for j, p in enumerate(output)
+                       if not (isinstance(p, dict) and p.get("type") == "input_image"))
+    raise bad(where, "must be a string or a list of content parts")

@@ -1,0 +1,211 @@
+"""POST /v1/responses and GET / DELETE /v1/responses/{id}.
+
+The Responses API sits at the edges of the chat flow, never beside it: the
+body is translated to a chat request (responses_request), the chat flow
+answers it exactly as it answers /v1/chat/completions (profile, tool policy,
+retries, checks, recovery, headers, metrics, the log line, limits), and the
+chunks it hands its client are translated to Responses events
+(responses_events). `_chat_chunks` is the one place that talks to the flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import orjson
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from proxy.api.responses_events import Event, ResponseBuilder
+from proxy.api.responses_request import Translated, to_chat, validate
+from proxy.api.responses_store import ResponsesStore
+from proxy.chat import _unless_client_leaves, run_chat
+from proxy.chat_request import read_body
+from proxy.errors import ApiError
+from proxy.exchange import Exchange, call_headers
+from proxy.flow.run import ChatRun
+from proxy.services import Services
+from proxy.telemetry import RequestRecord
+from proxy.types import JSON, ChatRequest, Chunk
+
+_DEFAULTS: JSON = {"instructions": None, "tool_choice": "auto", "parallel_tool_calls": True,
+                   "temperature": None, "top_p": None, "max_output_tokens": None,
+                   "metadata": {}, "user": None, "store": True, "previous_response_id": None,
+                   "text": {"format": {"type": "text"}}, "reasoning": None,
+                   "truncation": "disabled"}
+
+
+@dataclass
+class ChatOutput:
+    """What the chat flow hands its client: its headers, then its chunks as they come.
+
+    `batches` yields the chunks of one piece of the answer together (one list per
+    upstream read), so the client gets one write per piece, as a chat stream does.
+    """
+
+    headers: dict[str, str]
+    batches: AsyncIterator[list[Chunk]]
+    close: Callable[[], Awaitable[None]] | None = None
+    """frees what the flow holds (upstream response, limiter slot) even if `batches`
+    is never started, e.g. when the client leaves before the body begins."""
+
+
+async def _chat_chunks(ex: Exchange, chat: ChatRequest) -> ChatOutput:
+    """Run `chat` through the chat flow for `ex` and hand back its chunks.
+
+    Errors before the answer starts raise ApiError (the chat envelope and
+    status); a failure mid-stream raises ApiError from the batch iterator,
+    after every chunk received before it.
+    """
+    run = await _unless_client_leaves(ex.request, run_chat(ex, chat))
+    if run is None:
+        raise ApiError(499, "client closed the connection", code="client_closed")
+    headers = {k: v for k, v in run.headers().items() if k.startswith("x-toolshim-")}
+    return ChatOutput(headers, _run_batches(run), run.aclose)
+
+
+async def _run_batches(run: ChatRun) -> AsyncIterator[list[Chunk]]:
+    try:
+        async for batch in run.batches():
+            # The fast path hands chunks over as the upstream's JSON bytes.
+            yield [orjson.loads(item) if isinstance(item, bytes) else item for item in batch]
+    finally:
+        await run.aclose()  # shielded inside; accounts the request once
+
+
+def _stream_error(err: Any) -> ApiError:
+    if not isinstance(err, dict):
+        return ApiError(502, str(err), code="upstream_error")
+    return ApiError(502, str(err.get("message")), code=err.get("code") or "upstream_error")
+
+
+# --- routes ----------------------------------------------------------------
+
+
+async def create_response(request: Request) -> Response:
+    svc: Services = request.app.state.services
+    ex = Exchange(svc, request, RequestRecord(request.state.request_id, "responses"))
+    try:
+        return await _handle(ex, request.app.state.responses)
+    except ApiError as exc:
+        error = exc
+    except Exception:
+        svc.telemetry.log.exception("responses request failed inside toolshim")
+        error = ApiError(500, "internal error in toolshim", type_="server_error")
+    ex.finish(error.status, error.message)
+    response = error.response()
+    response.headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
+    return response
+
+
+async def _handle(ex: Exchange, store: ResponsesStore) -> Response:
+    body = _decode(await read_body(ex.request, ex.svc.settings.max_body_bytes))
+    history: list[Any] = []
+    if body.get("previous_response_id"):
+        stored = store.get(body["previous_response_id"])
+        if stored is None:
+            raise ApiError(404, f"previous response {body['previous_response_id']!r} was not "
+                           "found (unknown, expired or not stored)",
+                           param="previous_response_id", code="previous_response_not_found")
+        history = stored.conversation
+    translated = to_chat(body, history)
+    ex.record.tools_stripped += translated.stripped
+    output = await _chat_chunks(ex, translated.chat)
+    builder = ResponseBuilder(_echo(body, translated))
+    keep = store if body.get("store") is not False else None
+    if body.get("stream"):
+        # The flow's own close runs as the background task too (it runs once): if the
+        # client leaves before the body starts, only that frees the upstream and slot.
+        return StreamingResponse(_events(ex, builder, output, translated, keep),
+                                 media_type="text/event-stream",
+                                 background=BackgroundTask(output.close) if output.close
+                                 else None,
+                                 headers={**output.headers, "cache-control": "no-cache",
+                                          "x-accel-buffering": "no"})
+    async for batch in output.batches:
+        for chunk in batch:
+            builder.feed(chunk)
+    builder.finish()
+    _keep(keep, builder, translated)
+    return JSONResponse(builder.response, headers={**output.headers, **call_headers(ex)})
+
+
+def _decode(raw: bytes) -> JSON:
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from None
+    return validate(body)
+
+
+def _echo(body: JSON, translated: Translated) -> JSON:
+    """The request fields a response repeats, with the API's defaults for those not given."""
+    echo = {key: default if body.get(key) is None else body[key]
+            for key, default in _DEFAULTS.items()}
+    echo["model"] = body["model"]
+    echo["tools"] = translated.tools
+    return echo
+
+
+async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
+                  translated: Translated, keep: ResponsesStore | None) -> AsyncIterator[bytes]:
+    yield _frames(builder.start())
+    try:
+        async for batch in output.batches:
+            events = [e for chunk in batch for e in builder.feed(chunk)]
+            if events:
+                yield _frames(events)
+        yield _frames(builder.finish())
+    except ApiError as exc:
+        yield _frames(builder.fail(exc.message))
+    except Exception:
+        ex.svc.telemetry.log.exception("responses stream failed inside toolshim")
+        yield _frames(builder.fail("internal error in toolshim"))
+    finally:
+        with anyio.CancelScope(shield=True):
+            await output.batches.aclose()  # type: ignore[attr-defined]
+    _keep(keep, builder, translated)
+
+
+def _frames(events: list[Event]) -> bytes:
+    parts: list[bytes] = []
+    for event in events:
+        parts += (b"event: ", event["type"].encode(), b"\ndata: ", orjson.dumps(event), b"\n\n")
+    return b"".join(parts)
+
+
+def _keep(store: ResponsesStore | None, builder: ResponseBuilder,
+          translated: Translated) -> None:
+    if store is None:
+        return
+    answer = builder.assistant_message()
+    conversation = translated.conversation + ([answer] if answer else [])
+    store.put(builder.response, conversation)
+
+
+async def get_response(request: Request) -> Response:
+    stored = _store(request).get(request.path_params["response_id"])
+    if stored is None:
+        raise _not_found(request.path_params["response_id"])
+    return JSONResponse(stored.response)
+
+
+async def delete_response(request: Request) -> Response:
+    response_id = request.path_params["response_id"]
+    if not _store(request).delete(response_id):
+        raise _not_found(response_id)
+    return JSONResponse({"id": response_id, "object": "response", "deleted": True})
+
+
+def _store(request: Request) -> ResponsesStore:
+    store: ResponsesStore = request.app.state.responses
+    return store
+
+
+def _not_found(response_id: str) -> ApiError:
+    return ApiError(404, f"no stored response with id {response_id!r}", param="response_id",
+                    code="response_not_found")
