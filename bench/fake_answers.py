@@ -101,7 +101,7 @@ def show(body: bytes) -> tuple[str, bytes, bytes]:
 
 
 def native_lines(model: str, parts: tuple[str, ...]) -> list[bytes]:
-    """Ollama's /api/chat stream (backends.md R4): one JSON object per line."""
+    """Ollama's /api/chat stream (docs/backends.md R4): one JSON object per line."""
     lines = [orjson.dumps({"model": model, "created_at": CREATED_AT,
                            "message": {"role": "assistant", "content": p}, "done": False})
              + b"\n" for p in parts]

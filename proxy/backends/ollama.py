@@ -162,7 +162,7 @@ async def open_native(upstream: Upstream, body: dict[str, Any], headers: dict[st
     """POST /api/chat; a 2xx comes back translated, an error as Ollama sent it.
 
     Native errors are `{"error": "..."}`, which the refusal table and the error
-    envelope already read (backends.md R2, R7), so they pass through untouched.
+    envelope already read (docs/backends.md R2, R7), so they pass through untouched.
     """
     response = await send(upstream, "POST", "/api/chat", content=orjson.dumps(body),
                           headers=headers)

@@ -2,7 +2,7 @@
 
 Sans-IO: `NativeStream.feed(bytes)` takes NDJSON as it arrives (lines cut anywhere)
 and returns OpenAI SSE bytes at once; `end()` takes the unterminated rest. Native
-shapes (backends.md 1c, R4): content and `thinking` per line, tool calls whole with
+shapes (docs/backends.md 1c, R4): content and `thinking` per line, tool calls whole with
 `arguments` as an object (on a `done:false` line, or all on the `done:true` line in
 the llama-server variant), `done_reason` stop/length, token counts on the last line,
 and `{"error": ...}` as a line of its own mid-stream. `native_completion` maps the

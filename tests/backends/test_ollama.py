@@ -1,4 +1,4 @@
-"""What /api/show says about a model's window (backends.md 1b)."""
+"""What /api/show says about a model's window (docs/backends.md 1b)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OpenAI chat request -> native /api/chat body (openai.go FromChatRequest, backends.md 1d)."""
+"""OpenAI chat request -> native /api/chat body (openai.go FromChatRequest, docs/backends.md 1d)."""
 
 from __future__ import annotations
 

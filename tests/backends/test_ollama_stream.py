@@ -1,4 +1,4 @@
-"""NDJSON from /api/chat -> OpenAI SSE chunks (backends.md 1c, R4): shapes and splits."""
+"""NDJSON from /api/chat -> OpenAI SSE chunks (docs/backends.md 1c, R4): shapes and splits."""
 
 from __future__ import annotations
 

@@ -61,8 +61,8 @@ def test_first_run_outside_the_clone_creates_the_file_from_the_shipped_one(
         assert "tools" not in fake.chat_requests()[-1]
         assert "get_weather" in str(fake.chat_requests()[-1]["messages"])
     assert path.read_text() == shipped_text()
-    created = [r for r in caplog.records if str(path) in r.getMessage()]
-    assert len(created) == 1 and "created" in created[0].getMessage()
+    created = [r for r in caplog.records if "created" in r.getMessage()]
+    assert len(created) == 1 and str(path) in created[0].getMessage()
 
 
 def test_reload_and_errors_show_without_any_chat_request(

@@ -1,7 +1,7 @@
 """A fake Ollama that also speaks the native API: /api/chat, /api/version, /api/ps.
 
 Extends `FakeOllama` (which keeps its /v1 behaviour) with the native shapes of
-backends.md 1a-1c, 1e, R2, R4, R7: NDJSON lines ending in `\\n`, whole tool calls
+docs/backends.md 1a-1c, 1e, R2, R4, R7: NDJSON lines ending in `\\n`, whole tool calls
 with `arguments` as objects on a `done:false` line (or, with
 `variant="llama_server"`, all on the `done:true` line with 32-character ids),
 `done_reason`, token counts on the last line, `{"error": ...}` errors.
