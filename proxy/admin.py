@@ -21,10 +21,9 @@ from proxy.services import Services
 from proxy.settings import redact_url
 
 
-async def admin_capabilities(request: Request) -> Response:
-    svc: Services = request.app.state.services
-    store = svc.store
-    caps = store.capabilities()
+def known_models(svc: Services, *, listed_as: str) -> dict[str, list[str]]:
+    """Every model the file names exactly or learned, or an upstream lists: where from."""
+    caps = svc.store.capabilities()
     known: dict[str, list[str]] = {}
     for name in caps.models:
         if not is_glob(name):
@@ -32,7 +31,15 @@ async def admin_capabilities(request: Request) -> Response:
     for name in caps.learned:
         known.setdefault(name, []).append("learned")
     for name in list(svc.listing):
-        known.setdefault(name, []).append("listing")
+        known.setdefault(name, []).append(listed_as)
+    return known
+
+
+async def admin_capabilities(request: Request) -> Response:
+    svc: Services = request.app.state.services
+    store = svc.store
+    caps = store.capabilities()
+    known = known_models(svc, listed_as="listing")
     body: dict[str, Any] = {
         "file": svc.settings.capabilities,
         "generation": store.generation,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import unquote
+
+from proxy.transforms.request.schema import resolve_pointer
 
 MAX_DEPTH = 100
 """arrays/objects inside each other; real chat requests and tool schemas stay far below."""
@@ -89,7 +90,7 @@ def expansion_exceeds(schema: Any, budget: int = MAX_EXPANDED) -> bool:
             continue
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#") and ref not in stack:
-            pending.append((_pointer(schema, ref), (*stack, ref)))
+            pending.append((resolve_pointer(schema, ref), (*stack, ref)))
         pending.extend((value, stack) for key, value in node.items()
                        if key != "$ref" and isinstance(value, (dict, list)))
     return False
@@ -112,7 +113,7 @@ def _ref_nodes(schema: dict[str, Any]) -> Iterator[str]:
 def _in_place_refs(root: dict[str, Any], ref: str) -> list[str]:
     """The refs the target of `ref` applies to the same instance (itself, allOf, not, ...)."""
     found: list[str] = []
-    pending: list[Any] = [_pointer(root, ref)]
+    pending: list[Any] = [resolve_pointer(root, ref)]
     while pending:
         node = pending.pop()
         if not isinstance(node, dict):
@@ -126,18 +127,3 @@ def _in_place_refs(root: dict[str, Any], ref: str) -> list[str]:
             if isinstance(value, list):
                 pending.extend(value)
     return found
-
-
-def _pointer(root: dict[str, Any], ref: str) -> Any:
-    node: Any = root
-    if ref in ("#", "#/"):
-        return root
-    for raw in ref.lstrip("#").lstrip("/").split("/"):
-        part = unquote(raw).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node

@@ -6,6 +6,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from proxy.admin import known_models
 from proxy.capabilities.schema import is_glob
 from proxy.console.gate import find_learned
 from proxy.services import LISTING_TTL, Services
@@ -15,16 +16,8 @@ from proxy.settings import redact_url
 async def describe_models(svc: Services) -> dict[str, Any]:
     if time.monotonic() - svc.listed_at > LISTING_TTL:
         await svc.refresh_listing()
-    svc.store.reload_if_changed()  # a stat: show the file as it is now
-    caps = svc.store.capabilities()
-    known: dict[str, list[str]] = {}
-    for name in caps.models:
-        if not is_glob(name):
-            known.setdefault(name, []).append("models")
-    for name in caps.learned:
-        known.setdefault(name, []).append("learned")
-    for name in list(svc.listing):
-        known.setdefault(name, []).append("upstream")
+    caps = svc.store.capabilities()  # the background keeper reloads it, never a request
+    known = known_models(svc, listed_as="upstream")
     return {
         "file": svc.settings.capabilities,
         "generation": svc.store.generation,

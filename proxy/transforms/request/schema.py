@@ -49,10 +49,12 @@ def drop_keywords(schema: Schema, names: Collection[str]) -> Schema:
     return map_subschemas(kept, lambda sub: drop_keywords(sub, names))
 
 
-def _pointer(root: Schema, ref: str) -> Schema | None:
-    """Resolve a local `#/a/b` JSON pointer against `root`, None if absent."""
+def resolve_pointer(root: Schema, ref: str) -> Schema | None:
+    """Resolve a local `#/a/b` JSON pointer (`#` alone: root) against `root`, None if absent."""
     node = root
-    for raw in ref[2:].split("/"):
+    if ref in ("#", "#/"):
+        return root
+    for raw in ref.lstrip("#").lstrip("/").split("/"):
         part = unquote(raw).replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and part in node:
             node = node[part]
@@ -69,7 +71,7 @@ def _inline(node: Schema, root: Schema, stack: tuple[str, ...]) -> Schema:
     ref = node.get("$ref")
     if not isinstance(ref, str) or not ref.startswith("#"):
         return map_subschemas(node, lambda sub: _inline(sub, root, stack))
-    target = _pointer(root, ref) if ref.startswith("#/") else None
+    target = resolve_pointer(root, ref) if ref.startswith("#/") else None
     # A ref to itself (or to the root) would expand forever: past depth 1 it
     # becomes the permissive schema, and a dangling ref cannot be honoured.
     if ref in stack or not isinstance(target, (dict, bool)):
