@@ -143,7 +143,10 @@ def test_console_end_to_end(page: Any, toolshim: str, fake: FakeOllama, caps_pat
     page.click("#bench-run")
     expect(page.locator("#pane-upstream-sent")).to_contain_text('"weather_now"')
     expect(page.locator("#pane-rewritten .badge")).to_have_text("rewritten")
-    expect(page.locator("#pane-upstream-sent .diff-add")).to_have_text(['"name": "weather_now",'])
+    # Two rewrites for this model: the rename, and the tool_choice OpenAI implies when
+    # tools come without one (implicit_tool_choice: auto).
+    expect(page.locator("#pane-upstream-sent .diff-add")).to_have_text(
+        ['"name": "weather_now",', '"tool_choice": "auto"'])
     client_sent = page.locator("#pane-client-sent").inner_text()
     assert '"get_weather"' in client_sent and "weather_now" not in client_sent
     expect(page.locator("#pane-client-got")).to_contain_text('"get_weather"')
