@@ -23,7 +23,7 @@ Chunk = dict[str, Any]
 """One `chat.completion.chunk` object."""
 
 ToolMode = Literal["auto", "native", "off", "emulate"]
-InvalidPolicy = Literal["drop", "repair", "keep"]
+InvalidPolicy = Literal["drop", "repair", "keep", "correct"]
 ReasoningPolicy = Literal["pass", "strip", "move"]
 Fallback = Literal["off", "emulate"]
 
@@ -76,12 +76,15 @@ class Profile:
     """Where `auto` steps down to when the backend refuses tools."""
     recover_text_calls: bool = True
     reasoning: ReasoningPolicy = "pass"
+    max_corrections: int = 1
+    """under invalid_tool_calls: correct, how many times the model is asked again."""
     sources: Mapping[str, str] = field(default_factory=dict)
 
 
 ObservationKind = Literal[
     "tools_refused", "tool_choice_refused", "tool_choice_dropped", "tools_stripped",
     "text_calls_recovered", "call_dropped", "call_repaired", "probe",
+    "correction",
 ]
 
 

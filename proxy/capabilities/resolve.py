@@ -40,6 +40,7 @@ _PROFILE_FIELDS: Mapping[str, str] = {
     "fallback": "fallback",
     "recover_text_calls": "recover_text_calls",
     "reasoning": "reasoning",
+    "max_corrections": "max_corrections",
 }
 
 

@@ -157,6 +157,8 @@ class ModelEntry(_Entry):
     fallback: Fallback | None = None
     recover_text_calls: bool | None = None
     reasoning: ReasoningPolicy | None = None
+    max_corrections: Annotated[int, Field(ge=0)] | None = None
+    """under invalid_tool_calls: correct, how many times to ask the model again."""
 
     _non_null = field_validator(
         "tools",
@@ -170,6 +172,7 @@ class ModelEntry(_Entry):
         "fallback",
         "recover_text_calls",
         "reasoning",
+        "max_corrections",
     )(_not_null)
 
     @field_validator("rename")
