@@ -62,13 +62,25 @@ def _probe(detail: Mapping[str, Any]) -> _Fields | None:
     return {"tools": "native" if tools else "off"}, "probe", _text(detail.get("evidence"))
 
 
+def _correction(detail: Mapping[str, Any]) -> _Fields | None:
+    tried, succeeded = detail.get("tried"), detail.get("succeeded")
+    if not isinstance(tried, int) or not isinstance(succeeded, int) or tried < 1:
+        return None
+    return {"correction": {"tried": tried, "succeeded": min(succeeded, tried)}}, "observed", None
+
+
 # Observation kind -> fact; kinds not listed (call_dropped, rung_used, ...) are counts.
 _RULES: Mapping[str, Callable[[Mapping[str, Any]], _Fields | None]] = {
     "tools_refused": _tools_refused,
     "tool_choice_refused": _tool_choice_refused,
     "text_calls_recovered": _text_calls_recovered,
     "probe": _probe,
+    "correction": _correction,
 }
+
+_COUNTED = ("correction",)
+"""Fields that add up over requests (`{tried, succeeded}`, stamped with `at`): they
+are bookkeeping for people, not behaviour, so they never change an entry's provenance."""
 
 
 def _text(value: object) -> str | None:
@@ -104,6 +116,8 @@ def fact_is_news(entry: object | None, fact: LearnedFact) -> bool:
     known = _as_mapping(entry)
     for name, value in fact.fields.items():
         current = known.get(name)
+        if name in _COUNTED:
+            return True  # every count is news: the file keeps the running total
         if isinstance(value, (list, tuple)):
             have = current if isinstance(current, (list, tuple)) else ()
             if any(item not in have for item in value):
@@ -123,9 +137,17 @@ def merge_fact(entry: object | None, fact: LearnedFact) -> dict[str, Any]:
     provenance (source, at, evidence, upstream) comes last and is the latest
     fact's, so stale evidence never sits beside a new value.
     """
-    merged = {k: v for k, v in _as_mapping(entry).items() if k not in _PROVENANCE}
+    known = _as_mapping(entry)
+    merged = {k: v for k, v in known.items() if k not in _PROVENANCE}
+    if "source" in known and all(name in _COUNTED for name in fact.fields):
+        for name, value in fact.fields.items():
+            merged[name] = _added(merged.get(name), value, at=fact.at)
+        # A count, not a finding: the entry's own provenance stays as it was.
+        return merged | {k: known[k] for k in _PROVENANCE if k in known}
     for name, value in fact.fields.items():
-        if isinstance(value, (list, tuple)):
+        if name in _COUNTED:
+            merged[name] = _added(merged.get(name), value, at=fact.at)
+        elif isinstance(value, (list, tuple)):
             have = merged.get(name)
             items = list(have) if isinstance(have, (list, tuple)) else []
             merged[name] = items + [v for v in value if v not in items]
@@ -137,6 +159,17 @@ def merge_fact(entry: object | None, fact: LearnedFact) -> dict[str, Any]:
         if extra is not None:
             merged[name] = extra
     return merged
+
+
+def _added(current: object, value: Mapping[str, Any], at: str) -> dict[str, Any]:
+    """A running count: each number in `value` added to `current`'s, stamped `at`."""
+    have = _as_mapping(current)
+    total = {k: _number(have.get(k)) + _number(v) for k, v in value.items()}
+    return {**total, "at": at}
+
+
+def _number(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _as_mapping(entry: object | None) -> Mapping[str, Any]:

@@ -134,6 +134,9 @@ class Metrics:
         self.tool_calls = Counter("toolshim_tool_calls", "Tool calls the proxy dropped, repaired "
                                   "or recovered from text, by reason (recovered: the format).",
                                   ["model", "outcome", "reason"], registry=reg)
+        self.corrections = Counter("toolshim_corrections", "Corrections asked of a model under "
+                                   "invalid_tool_calls: correct (outcome: tried, succeeded).",
+                                   ["model", "outcome"], registry=reg)
         self.facts = Counter("toolshim_learned_facts_written", "Learned facts handed to the "
                              "capability store.", registry=reg)
         self._live: Callable[[], LiveState | None] = lambda: None

@@ -199,6 +199,15 @@ class ValidationRecord(_Entry):
     """the rung the proxy used for the battery's requests (native, emulate, off...)."""
 
 
+class CorrectionRecord(_Entry):
+    """`correction:` under a learned entry: how `invalid_tool_calls: correct` fared."""
+
+    tried: Annotated[int, Field(ge=0)]
+    succeeded: Annotated[int, Field(ge=0)]
+    at: Annotated[str, AfterValidator(_check_timestamp)]
+    """the last correction's time."""
+
+
 class LearnedEntry(ModelEntry):
     """One entry under `learned:`: a fact the proxy found out, with its evidence."""
 
@@ -209,6 +218,8 @@ class LearnedEntry(ModelEntry):
     upstream: str | None = None
     validation: ValidationRecord | None = None
     """`toolshim validate`'s last result for this model (never a behaviour field)."""
+    correction: CorrectionRecord | None = None
+    """running counts of corrections asked for and that worked (never a behaviour field)."""
 
 
 class Capabilities(_Entry):
