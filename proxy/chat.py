@@ -156,7 +156,7 @@ def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
 
 def _trivial(chat: ChatRequest, profile: Profile) -> bool:
     """No stage has work unless a tool call shows up: the fast path may relay bytes."""
-    return not chat.get("tools") and profile.reasoning == "pass"
+    return not chat.get("tools")  # reasoning: a stream is sniffed (flow/translate.py)
 
 
 async def profile_with_probe(svc: Services, model: str, upstream: Upstream) -> Profile:

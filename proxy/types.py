@@ -75,7 +75,7 @@ class Profile:
     fallback: Fallback = "off"
     """Where `auto` steps down to when the backend refuses tools."""
     recover_text_calls: bool = True
-    reasoning: ReasoningPolicy = "pass"
+    reasoning: ReasoningPolicy = "move"
     max_corrections: int = 1
     """under invalid_tool_calls: correct, how many times the model is asked again."""
     sources: Mapping[str, str] = field(default_factory=dict)

@@ -123,7 +123,8 @@ def test_top_level_shape(doc: Any) -> None:
     assert set(doc) == TOP_KEYS
     assert doc["version"] == 1 and not isinstance(doc["version"], bool)
     assert doc["learned"] == {}, "learned: is the proxy's section; ship it empty"
-    assert dict(doc["defaults"]) == {"tools": "auto", "max_tools": 64, "invalid_tool_calls": "drop"}
+    assert dict(doc["defaults"]) == {"tools": "auto", "max_tools": 64, "invalid_tool_calls": "drop",
+                                     "reasoning": "move"}
 
 
 def test_every_entry_uses_only_documented_keys_and_values(doc: Any) -> None:

@@ -57,6 +57,11 @@ class ResponsePipeline:
     def call_counts(self) -> CallCounts:
         return self.assembly.counts()
 
+    @property
+    def splits_reasoning(self) -> bool:
+        """A stage looks for `<think>` in content (reasoning: move or strip)."""
+        return any(isinstance(stage, ThinkingSplit) for stage in self.stages)
+
 
 def build_pipeline(
     *, client_tools: Sequence[ToolDef], profile: Profile, plan: Plan,
