@@ -156,7 +156,8 @@ def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
 
 def _trivial(chat: ChatRequest, profile: Profile) -> bool:
     """No stage has work unless a tool call shows up: the fast path may relay bytes."""
-    return not chat.get("tools")  # reasoning: a stream is sniffed (flow/translate.py)
+    # reasoning: a stream is sniffed (flow/translate.py), unless it starts inside reasoning
+    return not chat.get("tools") and not profile.starts_in_reasoning
 
 
 async def profile_with_probe(svc: Services, model: str, upstream: Upstream) -> Profile:

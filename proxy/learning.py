@@ -69,6 +69,10 @@ def _correction(detail: Mapping[str, Any]) -> _Fields | None:
     return {"correction": {"tried": tried, "succeeded": min(succeeded, tried)}}, "observed", None
 
 
+def _reasoning_open(detail: Mapping[str, Any]) -> _Fields | None:
+    return {"starts_in_reasoning": True}, "observed", "a reply began inside reasoning"
+
+
 # Observation kind -> fact; kinds not listed (call_dropped, rung_used, ...) are counts.
 _RULES: Mapping[str, Callable[[Mapping[str, Any]], _Fields | None]] = {
     "tools_refused": _tools_refused,
@@ -76,6 +80,7 @@ _RULES: Mapping[str, Callable[[Mapping[str, Any]], _Fields | None]] = {
     "text_calls_recovered": _text_calls_recovered,
     "probe": _probe,
     "correction": _correction,
+    "reasoning_open": _reasoning_open,
 }
 
 _COUNTED = ("correction",)

@@ -76,6 +76,8 @@ class Profile:
     """Where `auto` steps down to when the backend refuses tools."""
     recover_text_calls: bool = True
     reasoning: ReasoningPolicy = "move"
+    starts_in_reasoning: bool = False
+    """the model's replies start inside reasoning (its prompt opens `<think>`)."""
     max_corrections: int = 1
     """under invalid_tool_calls: correct, how many times the model is asked again."""
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -84,7 +86,7 @@ class Profile:
 ObservationKind = Literal[
     "tools_refused", "tool_choice_refused", "tool_choice_dropped", "tools_stripped",
     "text_calls_recovered", "call_dropped", "call_repaired", "probe",
-    "correction",
+    "correction", "reasoning_open",
 ]
 
 

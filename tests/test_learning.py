@@ -181,3 +181,8 @@ def test_correction_count_keeps_a_learned_behaviour_and_its_evidence() -> None:
 @pytest.mark.parametrize("detail", [{}, {"tried": 0, "succeeded": 0}, {"tried": "1"}])
 def test_malformed_correction_observations_are_ignored(detail: dict[str, Any]) -> None:
     assert facts_from([Observation("m", "correction", detail)], AT, None) == []
+
+
+def test_reply_opening_inside_reasoning_is_learned() -> None:
+    [fact] = facts_from([Observation("m", "reasoning_open", {})], AT, None)
+    assert fact.fields == {"starts_in_reasoning": True} and fact.source == "observed"

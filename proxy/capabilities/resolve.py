@@ -41,6 +41,7 @@ _PROFILE_FIELDS: Mapping[str, str] = {
     "recover_text_calls": "recover_text_calls",
     "reasoning": "reasoning",
     "max_corrections": "max_corrections",
+    "starts_in_reasoning": "starts_in_reasoning",
 }
 
 

@@ -158,6 +158,8 @@ class ModelEntry(_Entry):
     recover_text_calls: bool | None = None
     reasoning: ReasoningPolicy | None = None
     max_corrections: Annotated[int, Field(ge=0)] | None = None
+    starts_in_reasoning: bool | None = None
+    """replies start inside reasoning: only `</think>` appears (learned when seen)."""
     """under invalid_tool_calls: correct, how many times to ask the model again."""
 
     _non_null = field_validator(
@@ -173,6 +175,7 @@ class ModelEntry(_Entry):
         "recover_text_calls",
         "reasoning",
         "max_corrections",
+        "starts_in_reasoning",
     )(_not_null)
 
     @field_validator("rename")

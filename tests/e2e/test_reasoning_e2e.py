@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import openai
@@ -35,3 +36,17 @@ def test_a_stream_that_opens_plainly_is_relayed_as_is(fake: FakeOllama,
     # Decided on the first content: later tags are the answer's own text.
     fake.reply("qwen3:8b", Reply(content=["Use ", "<think>", " tags"]))
     assert _ask(client, True) == ("Use <think> tags", "")
+
+
+def test_reply_starting_inside_reasoning_is_moved_and_learned(
+        fake: FakeOllama, client: openai.OpenAI, caps_path: Any) -> None:
+    fake.reply("qwen3:8b", Reply(content=["The user greets.</think>Hello!"]))
+    assert _ask(client, False) == ("Hello!", "The user greets.")
+    deadline = time.monotonic() + 5
+    while "starts_in_reasoning: true" not in caps_path.read_text():
+        assert time.monotonic() < deadline, "learned: starts_in_reasoning was not written"
+        time.sleep(0.05)
+    time.sleep(0.1)  # the store reloads the file
+    fake.replies.clear()
+    fake.reply("qwen3:8b", Reply(content=["The user", " greets again.", "</think>", "Hi!"]))
+    assert _ask(client, True) == ("Hi!", "The user greets again.")
