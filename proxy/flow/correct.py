@@ -55,10 +55,14 @@ class CorrectingTurn(Turn):
     async def batches(self) -> AsyncIterator[list[ChunkOut]]:
         held: list[Chunk] = []
         text: list[str] = []
-        async for batch in super().batches():
-            out = _split_off(batch, held, text)
-            if out:
-                yield out
+        try:
+            async for batch in super().batches():
+                out = _split_off(batch, held, text)
+                if out:
+                    yield out
+        except ApiError:
+            yield _out(held)  # a broken answer: what completed goes out, then the error
+            raise
         problem = self._problem(self.pipeline.call_counts().rejected, held)
         if problem is None:
             yield _out(held)
@@ -86,22 +90,23 @@ class CorrectingTurn(Turn):
                                                                    str]:
         """One correction turn: its chunks, what is still wrong (None: fixed), its text."""
         self.corrections += 1
-        self.ex.record.retries += 1
         again = {**self.chat, "messages": correction_messages(
             self.chat["messages"], reply, problem, self._offered)}
-        turn = await self._open_again(again)
-        self._extra.append(turn)
         chunks: list[Chunk] = []
+        turn: Turn | None = None
         try:
+            turn = await self._open_again(again)
+            self._extra.append(turn)
             async for batch in turn.batches():
                 chunks.extend(_decoded(batch))
-        except ApiError as exc:
+        except ApiError as exc:  # the backend failed the correction: the first answer stands
             self.ex.svc.telemetry.log.info("correction turn failed: %s", exc.message, extra={
                 "record": {"request_id": self.ex.record.request_id}})
             return [], problem, reply
         finally:
-            await turn.aclose()
-            self.ex.observations.extend(turn.pipeline.observations)
+            if turn is not None:
+                await turn.aclose()
+                self.ex.observations.extend(turn.pipeline.observations)
         text = "".join(_content(c) for c in chunks)
         found = self._problem(turn.pipeline.call_counts().rejected, chunks)
         if found is None:

@@ -247,3 +247,14 @@ def test_counts_and_learned_entry(fake: FakeOllama, caps_path: Path,
     metrics = new_sdk(proxy_url)._client.get(proxy_url + "/metrics").text
     assert 'toolshim_corrections_total{model="qwen3:8b",outcome="tried"} 2.0' in metrics
     assert 'toolshim_corrections_total{model="qwen3:8b",outcome="succeeded"} 1.0' in metrics
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_failing_correction_leaves_the_first_answer(fake: FakeOllama, client: openai.OpenAI,
+                                                      stream: bool) -> None:
+    fake.reply("qwen3:8b", Reply(content=["Checking."], tool_calls=[tool_call("nope", {})]))
+    fake.reply("qwen3:8b", Reply(status=500, body=b'{"error":{"message":"model crashed",'
+                                 b'"type":"api_error","param":null,"code":null}}'))
+    calls, finish, text, note = _ask(client, stream)
+    assert (calls, finish, text) == ([], "stop", "Checking.")
+    assert note["corrected"] is False and note["corrections"] == 1
