@@ -158,6 +158,8 @@ class SseTranslator(_Ending):
     def _sniff(self, data: bytes, is_done: bool) -> list[ChunkOut]:
         """Hold events until the first content says whether the stages are needed."""
         verdict = None if is_done or not _relay_as_is(data) else _starts_reasoning(data)
+        if verdict is None and len(self._sniffed) >= _MAX_SNIFFED:
+            verdict = True  # no content yet after several events: the stages decide
         if verdict is None and not is_done and _relay_as_is(data):
             self._sniffed.append(data)
             return []
@@ -237,6 +239,10 @@ def _relay_as_is(data: bytes) -> bool:
             and b'"error"' not in data)
 
 
+_MAX_SNIFFED = 8
+"""events (role, empty content) held at most before the stages take over."""
+
+
 def _starts_reasoning(data: bytes) -> bool | None:
     """Whether a plain chunk's content opens with a reasoning marker; None: no content yet.
 
@@ -248,7 +254,12 @@ def _starts_reasoning(data: bytes) -> bool | None:
         choice = chunk["choices"][0] if chunk.get("choices") else {}
         if choice.get("finish_reason"):
             return True
-        text = (choice.get("delta") or {}).get("content")
+        delta = choice.get("delta") or {}
+        text = delta.get("content")
+        if any(v for k, v in delta.items() if k not in ("role", "content")):
+            # Reasoning (or anything else) already in its own field: the backend
+            # split it, and what it sent must not wait for content.
+            return False
     except (orjson.JSONDecodeError, AttributeError, TypeError, KeyError, IndexError):
         return True
     stripped = text.lstrip() if isinstance(text, str) else ""

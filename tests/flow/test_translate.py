@@ -303,3 +303,19 @@ def test_a_stream_ending_while_sniffing_loses_nothing() -> None:
     tail = tr.end()
     assert tr.failure is not None and tr.failure.code == "upstream_incomplete"
     assert [c["choices"][0]["delta"] for c in tail] == [{"role": "assistant", "content": ""}]
+
+
+def test_reasoning_the_backend_split_itself_is_not_held() -> None:
+    tr = _sniffing()
+    first = tr.feed(frame(chunk({"role": "assistant", "content": ""})))
+    assert first == []
+    out = tr.feed(frame(chunk({"content": "", "reasoning": "thinking..."})))
+    assert len(out) == 2 and all(isinstance(c, bytes) for c in out)
+
+
+def test_sniffing_gives_up_holding_after_a_few_empty_events() -> None:
+    tr = _sniffing()
+    out: list[ChunkOut] = []
+    for _ in range(12):
+        out += tr.feed(frame(chunk({"content": ""})))
+    assert len(out) >= 9, "held events were released to the stages"
