@@ -46,6 +46,7 @@ from proxy.chat_request import parse_chat_request, read_body
 from proxy.console.gate import below_min_validation
 from proxy.errors import ApiError, upstream_error_body
 from proxy.exchange import Exchange, now_iso
+from proxy.flow.correct import CorrectingTurn
 from proxy.flow.run import ChatRun, Turn, UpstreamCall
 from proxy.learning import facts_from
 from proxy.probe import probe_metadata
@@ -121,7 +122,10 @@ async def run_chat(ex: Exchange, chat: ChatRequest) -> ChatRun:
     if svc.settings.log_prompts:
         _log_prompt(ex, chat)
     profile = await profile_with_probe(svc, chat["model"], upstream)
-    return ChatRun(ex, await open_turn(ex, chat, profile, upstream))
+    turn = await open_turn(ex, chat, profile, upstream)
+    if profile.invalid_tool_calls == "correct" and chat.get("tools"):  # flow/correct.py
+        turn = CorrectingTurn(ex, chat, profile, turn, lambda c: open_turn(ex, c, profile, upstream))
+    return ChatRun(ex, turn)
 
 
 async def open_turn(ex: Exchange, chat: ChatRequest, profile: Profile,
@@ -157,7 +161,8 @@ def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
 
 def _trivial(chat: ChatRequest, profile: Profile) -> bool:
     """No stage has work unless a tool call shows up: the fast path may relay bytes."""
-    return not chat.get("tools") and profile.reasoning == "pass"
+    # reasoning: a stream is sniffed (flow/translate.py), unless it starts inside reasoning
+    return not chat.get("tools") and not profile.starts_in_reasoning
 
 
 async def profile_with_probe(svc: Services, model: str, upstream: Upstream) -> Profile:

@@ -69,11 +69,24 @@ def _quirk(fields: dict[str, Any]) -> Callable[[Mapping[str, Any]], _Fields | No
         return dict(fields), "runtime_error", _text(detail.get("evidence"))
 
     return rule
+
+
 def _chars_per_token(detail: Mapping[str, Any]) -> _Fields | None:
     value = detail.get("value")
     if not isinstance(value, float) or not 0 < value <= 64:
         return None
     return {"chars_per_token": value}, "observed", _text(detail.get("evidence"))
+
+
+def _correction(detail: Mapping[str, Any]) -> _Fields | None:
+    tried, succeeded = detail.get("tried"), detail.get("succeeded")
+    if not isinstance(tried, int) or not isinstance(succeeded, int) or tried < 1:
+        return None
+    return {"correction": {"tried": tried, "succeeded": min(succeeded, tried)}}, "observed", None
+
+
+def _reasoning_open(detail: Mapping[str, Any]) -> _Fields | None:
+    return {"starts_in_reasoning": True}, "observed", "a reply began inside reasoning"
 
 
 # Observation kind -> fact; kinds not listed (call_dropped, rung_used, ...) are counts.
@@ -86,7 +99,13 @@ _RULES: Mapping[str, Callable[[Mapping[str, Any]], _Fields | None]] = {
     "required_choice_failed": _quirk({"required_tool_choice": "rewrite"}),
     "null_content_failed": _quirk({"null_content": False}),
     "chars_per_token": _chars_per_token,
+    "correction": _correction,
+    "reasoning_open": _reasoning_open,
 }
+
+_COUNTED = ("correction",)
+"""Fields that add up over requests (`{tried, succeeded}`, stamped with `at`): they
+are bookkeeping for people, not behaviour, so they never change an entry's provenance."""
 
 
 def _text(value: object) -> str | None:
@@ -122,6 +141,8 @@ def fact_is_news(entry: object | None, fact: LearnedFact) -> bool:
     known = _as_mapping(entry)
     for name, value in fact.fields.items():
         current = known.get(name)
+        if name in _COUNTED:
+            return True  # every count is news: the file keeps the running total
         if isinstance(value, (list, tuple)):
             have = current if isinstance(current, (list, tuple)) else ()
             if any(item not in have for item in value):
@@ -141,9 +162,17 @@ def merge_fact(entry: object | None, fact: LearnedFact) -> dict[str, Any]:
     provenance (source, at, evidence, upstream) comes last and is the latest
     fact's, so stale evidence never sits beside a new value.
     """
-    merged = {k: v for k, v in _as_mapping(entry).items() if k not in _PROVENANCE}
+    known = _as_mapping(entry)
+    merged = {k: v for k, v in known.items() if k not in _PROVENANCE}
+    if "source" in known and all(name in _COUNTED for name in fact.fields):
+        for name, value in fact.fields.items():
+            merged[name] = _added(merged.get(name), value, at=fact.at)
+        # A count, not a finding: the entry's own provenance stays as it was.
+        return merged | {k: known[k] for k in _PROVENANCE if k in known}
     for name, value in fact.fields.items():
-        if isinstance(value, (list, tuple)):
+        if name in _COUNTED:
+            merged[name] = _added(merged.get(name), value, at=fact.at)
+        elif isinstance(value, (list, tuple)):
             have = merged.get(name)
             items = list(have) if isinstance(have, (list, tuple)) else []
             merged[name] = items + [v for v in value if v not in items]
@@ -155,6 +184,17 @@ def merge_fact(entry: object | None, fact: LearnedFact) -> dict[str, Any]:
         if extra is not None:
             merged[name] = extra
     return merged
+
+
+def _added(current: object, value: Mapping[str, Any], at: str) -> dict[str, Any]:
+    """A running count: each number in `value` added to `current`'s, stamped `at`."""
+    have = _as_mapping(current)
+    total = {k: _number(have.get(k)) + _number(v) for k, v in value.items()}
+    return {**total, "at": at}
+
+
+def _number(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _as_mapping(entry: object | None) -> Mapping[str, Any]:

@@ -143,6 +143,9 @@ class Metrics:
                                      "fit the largest window allowed, by what context_guard "
                                      "did (trim, reject, send).", ["model", "action"],
                                      registry=reg)
+        self.corrections = Counter("toolshim_corrections", "Corrections asked of a model under "
+                                   "invalid_tool_calls: correct (outcome: tried, succeeded).",
+                                   ["model", "outcome"], registry=reg)
         self._live: Callable[[], LiveState | None] = lambda: None
         reg.register(_LiveCollector(lambda: self._live()))
 

@@ -159,6 +159,10 @@ class Telemetry:
             m.retries.labels(model, m.reason(reason_label(detail.get("rung")))).inc()
         elif obs.kind == "tool_choice_refused":
             m.retries.labels(model, "native-no-tool-choice").inc()
+        elif obs.kind == "correction":
+            m.corrections.labels(model, "tried").inc()
+            if detail.get("succeeded"):
+                m.corrections.labels(model, "succeeded").inc()
 
     def _live(self) -> LiveState | None:
         if self._watch is None or self._limiter is None:

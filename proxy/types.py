@@ -23,7 +23,7 @@ Chunk = dict[str, Any]
 """One `chat.completion.chunk` object."""
 
 ToolMode = Literal["auto", "native", "off", "emulate"]
-InvalidPolicy = Literal["drop", "repair", "keep"]
+InvalidPolicy = Literal["drop", "repair", "keep", "correct"]
 ReasoningPolicy = Literal["pass", "strip", "move"]
 Fallback = Literal["off", "emulate"]
 ImplicitToolChoice = Literal["auto", "required"]
@@ -78,7 +78,7 @@ class Profile:
     fallback: Fallback = "off"
     """Where `auto` steps down to when the backend refuses tools."""
     recover_text_calls: bool = True
-    reasoning: ReasoningPolicy = "pass"
+    reasoning: ReasoningPolicy = "move"
     stream_tools: bool = True
     """False: the backend can't stream with tools; ask it whole and stream the answer."""
     implicit_tool_choice: ImplicitToolChoice | None = "auto"
@@ -94,6 +94,10 @@ class Profile:
     context_guard: ContextGuard = "trim"
     """When even the largest allowed window is too small: trim tools, reject, or send."""
     chars_per_token: float | None = None
+    starts_in_reasoning: bool = False
+    """the model's replies start inside reasoning (its prompt opens `<think>`)."""
+    max_corrections: int = 1
+    """under invalid_tool_calls: correct, how many times the model is asked again."""
     sources: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -104,6 +108,8 @@ ObservationKind = Literal[
     "stream_tools_failed", "required_choice_failed", "null_content_failed",
     # Ollama's native path: characters per token seen in its prompt_eval_count
     "chars_per_token",
+    # invalid_tool_calls: correct (counts), a reply that began inside reasoning
+    "correction", "reasoning_open",
 ]
 
 

@@ -151,3 +151,38 @@ def test_merge_fact_into_nothing() -> None:
     assert merge_fact(None, fact(tools="off")) == {
         "tools": "off", "source": "runtime_error", "at": AT}
     assert merge_fact(_Entry(tools="native", at="x"), fact(tools="off"))["tools"] == "off"
+
+
+def test_correction_becomes_a_running_count() -> None:
+    tried = Observation("m", "correction", {"tried": 1, "succeeded": 1, "turns": 1})
+    [fact] = facts_from([tried], AT, None)
+    assert fact.fields == {"correction": {"tried": 1, "succeeded": 1}}
+    first = merge_fact(None, fact)
+    assert first["correction"] == {"tried": 1, "succeeded": 1, "at": AT}
+    assert first["source"] == "observed"
+    later = "2026-11-23T09:00:00Z"
+    failed = facts_from([Observation("m", "correction", {"tried": 1, "succeeded": 0})],
+                        later, None)[0]
+    assert fact_is_news(first, failed), "every count changes the running total"
+    second = merge_fact(first, failed)
+    assert second["correction"] == {"tried": 2, "succeeded": 1, "at": later}
+    assert second["at"] == AT, "a count leaves the entry's provenance alone"
+
+
+def test_correction_count_keeps_a_learned_behaviour_and_its_evidence() -> None:
+    entry = {"tools": "off", "source": "runtime_error", "at": AT, "evidence": MSG}
+    fact = facts_from([Observation("m", "correction", {"tried": 1, "succeeded": 0})],
+                      "2026-11-23T09:00:00Z", None)[0]
+    merged = merge_fact(entry, fact)
+    assert merged["tools"] == "off" and merged["source"] == "runtime_error"
+    assert merged["evidence"] == MSG and merged["correction"]["tried"] == 1
+
+
+@pytest.mark.parametrize("detail", [{}, {"tried": 0, "succeeded": 0}, {"tried": "1"}])
+def test_malformed_correction_observations_are_ignored(detail: dict[str, Any]) -> None:
+    assert facts_from([Observation("m", "correction", detail)], AT, None) == []
+
+
+def test_reply_opening_inside_reasoning_is_learned() -> None:
+    [fact] = facts_from([Observation("m", "reasoning_open", {})], AT, None)
+    assert fact.fields == {"starts_in_reasoning": True} and fact.source == "observed"

@@ -49,6 +49,8 @@ _PROFILE_FIELDS: Mapping[str, str] = {
     "ollama_options": "ollama_options",
     "context_guard": "context_guard",
     "chars_per_token": "chars_per_token",
+    "max_corrections": "max_corrections",
+    "starts_in_reasoning": "starts_in_reasoning",
 }
 
 

@@ -181,6 +181,10 @@ class ModelEntry(_Entry):
     """Learned from Ollama's prompt_eval_count; sizes the num_ctx: auto estimate."""
 
     _guard_non_null = field_validator("context_guard")(_not_null)
+    max_corrections: Annotated[int, Field(ge=0)] | None = None
+    """under invalid_tool_calls: correct, how many times to ask the model again."""
+    starts_in_reasoning: bool | None = None
+    """replies start inside reasoning: only `</think>` appears (learned when seen)."""
 
     _non_null = field_validator(
         "tools",
@@ -197,6 +201,8 @@ class ModelEntry(_Entry):
         "stream_tools",
         "required_tool_choice",
         "null_content",
+        "max_corrections",
+        "starts_in_reasoning",
     )(_not_null)
 
     @field_validator("rename")
@@ -223,6 +229,15 @@ class ValidationRecord(_Entry):
     """the rung the proxy used for the battery's requests (native, emulate, off...)."""
 
 
+class CorrectionRecord(_Entry):
+    """`correction:` under a learned entry: how `invalid_tool_calls: correct` fared."""
+
+    tried: Annotated[int, Field(ge=0)]
+    succeeded: Annotated[int, Field(ge=0)]
+    at: Annotated[str, AfterValidator(_check_timestamp)]
+    """the last correction's time."""
+
+
 class LearnedEntry(ModelEntry):
     """One entry under `learned:`: a fact the proxy found out, with its evidence."""
 
@@ -233,6 +248,8 @@ class LearnedEntry(ModelEntry):
     upstream: str | None = None
     validation: ValidationRecord | None = None
     """`toolshim validate`'s last result for this model (never a behaviour field)."""
+    correction: CorrectionRecord | None = None
+    """running counts of corrections asked for and that worked (never a behaviour field)."""
 
 
 class Capabilities(_Entry):

@@ -125,6 +125,8 @@ def _merge_into(entry: CommentedMap, fact: LearnedFact) -> None:
         if isinstance(value, list):
             value = CommentedSeq(value)
             value.fa.set_flow_style()
+        if key == "correction" and isinstance(value, dict):  # its `at` must stay a string
+            value = {**value, "at": DoubleQuotedScalarString(value["at"])}
         entry[key] = DoubleQuotedScalarString(value) if key == "at" else value
 
 

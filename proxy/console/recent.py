@@ -25,7 +25,7 @@ _OVERHEAD_SAMPLES = 256
 """overheads kept per model for the p50 (the most recent ones)."""
 _MAX_MODELS = 1000
 _NOTE_KINDS = ("tools_stripped", "call_dropped", "call_repaired", "text_calls_recovered",
-               "tools_refused", "tool_choice_refused")
+               "tools_refused", "tool_choice_refused", "correction")
 _REFUSALS = frozenset({"tools_refused", "tool_choice_refused"})
 CAPTURE_HEADER = "x-toolshim-capture"
 _QUIET = Tap()
@@ -42,6 +42,8 @@ class ModelCounters:
     calls_recovered: int = 0
     refusals: int = 0
     retries: int = 0
+    corrections_tried: int = 0
+    corrections_succeeded: int = 0
     overheads: deque[float] = field(default_factory=lambda: deque(maxlen=_OVERHEAD_SAMPLES))
 
     def add(self, record: RequestRecord, passed: int, refusals: int) -> None:
@@ -110,6 +112,9 @@ class ConsoleState:
         refusals = 0
         for obs in observations:
             refusals += obs.kind in _REFUSALS
+            if obs.kind == "correction":  # invalid_tool_calls: correct asked the model again
+                counters.corrections_tried += 1
+                counters.corrections_succeeded += bool(obs.detail.get("succeeded"))
         passed = record.calls_kept - record.calls_repaired - record.calls_recovered
         counters.add(record, max(0, passed), refusals)
 

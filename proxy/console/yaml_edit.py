@@ -17,7 +17,7 @@ from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.console.gate import find_learned
 
-_PROVENANCE = ("source", "at", "evidence", "upstream", "validation")
+_PROVENANCE = ("source", "at", "evidence", "upstream", "validation", "correction")
 _SECTION = re.compile(r"""^(?P<q>["']?)(?P<name>[A-Za-z_]+)(?P=q)[ \t]*:(?P<rest>.*?)\r?\n?$""")
 
 

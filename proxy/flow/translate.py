@@ -22,6 +22,7 @@ import orjson
 
 from proxy.api.hostile import depth_exceeds
 from proxy.errors import ApiError
+from proxy.formats.detect import THINK_CLOSE, THINK_OPEN
 from proxy.sse import SseDecoder, SseEvent
 from proxy.transforms.response import ResponsePipeline
 from proxy.transforms.response.completion import completion_to_chunks
@@ -78,6 +79,14 @@ class SseTranslator(_Ending):
     a plain JSON chunk (starts `{"`, ends `}`, no `tool_calls`, no
     `error`) is handed out as bytes; the first one that does not switches
     to decoding for the rest of the stream.
+
+    When the stages split reasoning (`reasoning: move | strip`), the fast
+    path first sniffs: events are held, undecoded by the stages, until the
+    first one with visible content; content that starts with a reasoning
+    marker (after whitespace) sends everything through the stages from the
+    start, any other content releases the held events as they came and the
+    rest of the stream stays on the fast path. A `<think>` further into a
+    plain answer is then left in content (that is what `pass` does).
     """
 
     def __init__(self, pipeline: ResponsePipeline, *, decode: bool,
@@ -87,6 +96,9 @@ class SseTranslator(_Ending):
         self.max_event_bytes = max_event_bytes
         self.saw_finish = False
         self._decoder = SseDecoder()
+        self._sniffing = not decode and pipeline.splits_reasoning
+        self._sniffed: list[bytes] = []
+        """events held while sniffing for a reasoning marker."""
         self._unframed = 0
         """bytes fed since the last whole event: an event too large ends the stream."""
 
@@ -107,7 +119,7 @@ class SseTranslator(_Ending):
         """The upstream closed the stream: flush, or fail if it never finished."""
         if self.finished:
             return []
-        out = self._take(self._decoder.flush())
+        out = self._take(self._decoder.flush()) + self._unsniff()
         if self.finished:
             return out
         if not self.saw_finish:
@@ -121,7 +133,9 @@ class SseTranslator(_Ending):
             if self.finished:
                 break
             data = event.data
-            if not self.decode and _relay_as_is(data):
+            if self._sniffing:
+                out.extend(self._sniff(data, event.is_done))
+            elif not self.decode and _relay_as_is(data):
                 # The fast path, inline: this loop runs once per upstream event.
                 if not self.saw_finish and (b'"finish_reason":"' in data
                                             or b'"finish_reason": "' in data):
@@ -132,6 +146,31 @@ class SseTranslator(_Ending):
             else:
                 out.extend(self._decoded(data))
         return out
+
+    def fail(self, error: ApiError) -> list[ChunkOut]:
+        return self._unsniff() + super().fail(error)
+
+    def _unsniff(self) -> list[ChunkOut]:
+        """The answer ended while sniffing: what was held, through the stages."""
+        held, self._sniffed, self._sniffing = self._sniffed, [], False
+        return [c for item in held for c in self._decoded(item)]
+
+    def _sniff(self, data: bytes, is_done: bool) -> list[ChunkOut]:
+        """Hold events until the first content says whether the stages are needed."""
+        verdict = None if is_done or not _relay_as_is(data) else _starts_reasoning(data)
+        if verdict is None and len(self._sniffed) >= _MAX_SNIFFED:
+            verdict = True  # no content yet after several events: the stages decide
+        if verdict is None and not is_done and _relay_as_is(data):
+            self._sniffed.append(data)
+            return []
+        held, self._sniffed = [*self._sniffed, data], []
+        self._sniffing = False
+        if verdict is False:  # plain content: the fast path, bytes as they came
+            return list(held)
+        out: list[ChunkOut] = []
+        for item in held[:-1]:
+            out.extend(self._decoded(item))
+        return out + (self._close() if is_done else self._decoded(data))
 
     def _decoded(self, data: bytes) -> list[ChunkOut]:
         """An event through JSON decoding and the stages; from here on, every event."""
@@ -198,6 +237,35 @@ def _relay_as_is(data: bytes) -> bool:
     """
     return (data[:2] == b'{"' and data[-1:] == b"}" and b'"tool_calls"' not in data
             and b'"error"' not in data)
+
+
+_MAX_SNIFFED = 8
+"""events (role, empty content) held at most before the stages take over."""
+
+
+def _starts_reasoning(data: bytes) -> bool | None:
+    """Whether a plain chunk's content opens with a reasoning marker; None: no content yet.
+
+    Only called while sniffing (the first few events of a stream), so decoding is cheap.
+    A finish (or anything odd) decides for the stages, which are always right.
+    """
+    try:
+        chunk = orjson.loads(data)
+        choice = chunk["choices"][0] if chunk.get("choices") else {}
+        if choice.get("finish_reason"):
+            return True
+        delta = choice.get("delta") or {}
+        text = delta.get("content")
+        if any(v for k, v in delta.items() if k not in ("role", "content")):
+            # Reasoning (or anything else) already in its own field: the backend
+            # split it, and what it sent must not wait for content.
+            return False
+    except (orjson.JSONDecodeError, AttributeError, TypeError, KeyError, IndexError):
+        return True
+    stripped = text.lstrip() if isinstance(text, str) else ""
+    if not stripped:
+        return None
+    return any(m.startswith(stripped[:len(m)]) for m in (THINK_OPEN, THINK_CLOSE))
 
 
 def chunk_problem(chunk: dict[str, Any]) -> str | None:

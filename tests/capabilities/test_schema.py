@@ -158,3 +158,21 @@ def test_empty_model_key_is_an_error(key: str) -> None:
 def test_only_version_1(version: object) -> None:
     with pytest.raises(ValidationError):
         Capabilities.model_validate({"version": version})
+
+
+def test_correct_policy_and_max_corrections() -> None:
+    entry = ModelEntry.model_validate({"invalid_tool_calls": "correct", "max_corrections": 2})
+    assert entry.invalid_tool_calls == "correct" and entry.max_corrections == 2
+    for bad in (-1, "1", None, True):
+        with pytest.raises(ValidationError):
+            ModelEntry.model_validate({"max_corrections": bad})
+
+
+def test_learned_correction_record() -> None:
+    entry = LearnedEntry.model_validate({"source": "observed", "at": "2026-11-22T10:00:00Z",
+                                         "correction": {"tried": 3, "succeeded": 1,
+                                                        "at": "2026-11-22T10:00:00Z"}})
+    assert entry.correction is not None and entry.correction.tried == 3
+    with pytest.raises(ValidationError):
+        LearnedEntry.model_validate({"source": "observed", "at": "2026-11-22T10:00:00Z",
+                                     "correction": {"tried": 1, "at": "yesterday"}})

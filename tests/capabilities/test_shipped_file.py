@@ -129,7 +129,8 @@ def test_top_level_shape(doc: Any) -> None:
     assert doc["version"] == 1 and not isinstance(doc["version"], bool)
     assert doc["learned"] == {}, "learned: is the proxy's section; ship it empty"
     assert dict(doc["defaults"]) == {"tools": "auto", "max_tools": 64,
-                                    "invalid_tool_calls": "repair", "num_ctx": "auto"}
+                                    "invalid_tool_calls": "repair", "num_ctx": "auto",
+                                    "reasoning": "move"}
 
 
 def test_every_entry_uses_only_documented_keys_and_values(doc: Any) -> None:

@@ -84,3 +84,13 @@ def test_capture_separates_attempts_and_caps_its_size() -> None:
                                {"status": 200, "body": "data: a\n\ndata: b\n\n"}]
     tap.piece(b"x" * (3 * 1024 * 1024))
     assert capture.size == 2 * 1024 * 1024
+
+
+def test_corrections_are_counted_per_model() -> None:
+    state = ConsoleState(5)
+    for succeeded in (1, 0, 1):
+        state.finished(_record(succeeded), [
+            Observation("m:1", "correction", {"tried": 1, "succeeded": succeeded})], Tap())
+    counters = state.counters["m:1"].as_json()
+    assert counters["corrections_tried"] == 3 and counters["corrections_succeeded"] == 2
+    assert state.recent()[0]["notes"][0]["kind"] == "correction"

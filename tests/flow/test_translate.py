@@ -252,3 +252,70 @@ def test_a_too_large_completion_fails() -> None:
 
 def test_completion_problem_accepts_a_message_without_content() -> None:
     assert completion_problem({"choices": [{"index": 0, "finish_reason": "stop"}]}) is None
+
+
+def _sniffing(policy: str = "move") -> SseTranslator:
+    ids = (f"call_gen{i:020d}" for i in itertools.count())
+    stages = build_pipeline(client_tools=[], profile=Profile(model="m", reasoning=policy),  # type: ignore[arg-type]
+                            plan=Plan(), parallel_tool_calls=None, schema_cache=SchemaCache(),
+                            id_factory=lambda: next(ids))
+    return SseTranslator(stages, decode=False)
+
+
+def _split(out: list[ChunkOut]) -> tuple[str, str, int]:
+    """(content, reasoning_content, how many chunks came as the upstream's bytes)."""
+    chunks = [orjson.loads(c) if isinstance(c, bytes) else c for c in out]
+    deltas = [c["choices"][0].get("delta") or {} for c in chunks if c.get("choices")]
+    return ("".join(d.get("content") or "" for d in deltas),
+            "".join(d.get("reasoning_content") or "" for d in deltas),
+            sum(isinstance(c, bytes) for c in out))
+
+
+def test_plain_stream_under_move_stays_on_the_fast_path() -> None:
+    tr = _sniffing()
+    out = tr.feed(answer("Hello", " <think>not reasoning</think>", " world"))
+    content, reasoning, raw = _split(out)
+    assert content == "Hello <think>not reasoning</think> world" and reasoning == ""
+    assert raw == len(out) == 4, "every chunk relayed as the upstream's bytes"
+    assert tr.finished and tr.failure is None and tr.end() == []
+
+
+@pytest.mark.parametrize("pieces", [("<think>a plan</think>", "Answer"),
+                                    ("\n  ", "<th", "ink>a plan</thi", "nk>Answer"),
+                                    ("", "<think>a plan", "</think>Answer")])
+def test_stream_opening_with_reasoning_goes_through_the_stages(pieces: tuple[str, ...]) -> None:
+    tr = _sniffing()
+    out = [c for piece in answer(*pieces).split(b"\n\n") if piece
+           for c in tr.feed(piece + b"\n\n")]
+    content, reasoning, raw = _split(out)
+    assert (content.strip(), reasoning) == ("Answer", "a plan") and raw == 0
+
+
+def test_strip_is_sniffed_too() -> None:
+    content, reasoning, _ = _split(_sniffing("strip").feed(answer("<think>x</think>", "Yes")))
+    assert (content, reasoning) == ("Yes", "")
+
+
+def test_a_stream_ending_while_sniffing_loses_nothing() -> None:
+    tr = _sniffing()
+    out = tr.feed(answer("", finish=False, done=False))
+    assert out == []
+    tail = tr.end()
+    assert tr.failure is not None and tr.failure.code == "upstream_incomplete"
+    assert [c["choices"][0]["delta"] for c in tail] == [{"role": "assistant", "content": ""}]
+
+
+def test_reasoning_the_backend_split_itself_is_not_held() -> None:
+    tr = _sniffing()
+    first = tr.feed(frame(chunk({"role": "assistant", "content": ""})))
+    assert first == []
+    out = tr.feed(frame(chunk({"content": "", "reasoning": "thinking..."})))
+    assert len(out) == 2 and all(isinstance(c, bytes) for c in out)
+
+
+def test_sniffing_gives_up_holding_after_a_few_empty_events() -> None:
+    tr = _sniffing()
+    out: list[ChunkOut] = []
+    for _ in range(12):
+        out += tr.feed(frame(chunk({"content": ""})))
+    assert len(out) >= 9, "held events were released to the stages"

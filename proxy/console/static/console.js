@@ -147,7 +147,9 @@ function counterCells(c) {
       h("span", { class: "c-pass", title: "passed untouched" }, `✓ ${c.calls_passed}`),
       h("span", { class: "c-rep", title: "repaired" }, `⟳ ${c.calls_repaired}`),
       h("span", { class: "c-drop", title: "dropped" }, `✗ ${c.calls_dropped}`),
-      h("span", { class: "c-rec", title: "recovered from text" }, `↺ ${c.calls_recovered}`)),
+      h("span", { class: "c-rec", title: "recovered from text" }, `↺ ${c.calls_recovered}`),
+      c.corrections_tried ? h("span", { class: "c-rep", title: "corrections that worked / asked" },
+        `✎ ${c.corrections_succeeded}/${c.corrections_tried}`) : null),
     h("td", { class: "num" }, `${c.refusals} / ${c.retries}`),
     h("td", { class: "num" }, ms(c.p50_overhead_ms)),
   ];

@@ -57,6 +57,11 @@ class ResponsePipeline:
     def call_counts(self) -> CallCounts:
         return self.assembly.counts()
 
+    @property
+    def splits_reasoning(self) -> bool:
+        """A stage looks for `<think>` in content (reasoning: move or strip)."""
+        return any(isinstance(stage, ThinkingSplit) for stage in self.stages)
+
 
 def build_pipeline(
     *, client_tools: Sequence[ToolDef], profile: Profile, plan: Plan,
@@ -68,7 +73,8 @@ def build_pipeline(
     forward = dict(profile.rename)
     stages: list[Stage] = []
     if profile.reasoning != "pass":
-        stages.append(ThinkingSplit(profile.reasoning))
+        stages.append(ThinkingSplit(profile.reasoning,
+                                    starts_inside=profile.starts_in_reasoning))
     recover = plan.tools == "emulate" or (plan.tools == "native" and profile.recover_text_calls)
     if offered and recover:
         # The model saw (and writes) upstream names; assembly reverses the rename.

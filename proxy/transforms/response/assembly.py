@@ -35,6 +35,9 @@ class CallCounts:
     kept_invalid: int = 0
     dropped_calls: tuple[tuple[str, str], ...] = ()
     """(name, reason) of each dropped call."""
+    rejected: tuple[tuple[str, str, str], ...] = ()
+    """(name, raw arguments, reason) of each call the checks refused; only under `correct`,
+    whose flow asks the model to fix them (`flow/correct.py`)."""
 
     def as_wire(self) -> JSON:
         out: JSON = {"kept": self.kept, "dropped": self.dropped, "repaired": self.repaired,
@@ -82,12 +85,14 @@ class CallAssembly:
         self._finished = False
         self._counts = {"kept": 0, "dropped": 0, "repaired": 0, "kept_invalid": 0}
         self._dropped: list[dict[str, str]] = []
+        self._rejected: list[tuple[str, str, str]] = []
         self.observations: list[Observation] = []
 
     def counts(self) -> CallCounts:
         c = self._counts
         return CallCounts(c["kept"], c["dropped"], c["repaired"], c["kept_invalid"],
-                          tuple((d["name"], d["reason"]) for d in self._dropped))
+                          tuple((d["name"], d["reason"]) for d in self._dropped),
+                          tuple(self._rejected))
 
     def feed(self, chunk: Chunk) -> list[Chunk]:
         choices = chunk.get("choices")
@@ -185,13 +190,13 @@ class CallAssembly:
         out: list[Chunk] = []
         for call in calls:
             if cut_off and _truncated(call.arguments):
-                self._drop(call.name, "truncated")
+                self._drop(call.name, "truncated", call.arguments)
                 continue
             verdict = check_call(
                 call.name, call.arguments, self._offered, self._policy, self._reverse, self._cache
             )
             if not verdict.ok:
-                self._drop(verdict.name, verdict.reason or "invalid")
+                self._drop(verdict.name, verdict.reason or "invalid", call.arguments)
                 continue
             if self._single and self._counts["kept"]:
                 self._drop(verdict.name, "parallel_tool_calls=false")
@@ -221,7 +226,9 @@ class CallAssembly:
         top["choices"] = [{"index": 0, "delta": {"tool_calls": [wire]}, "finish_reason": None}]
         return top
 
-    def _drop(self, name: str, reason: str) -> None:
+    def _drop(self, name: str, reason: str, arguments: str | None = None) -> None:
+        if self._policy == "correct" and arguments is not None:
+            self._rejected.append((name, arguments, reason))
         self._counts["dropped"] += 1
         self._dropped.append({"name": name, "reason": reason})
         self._observe("call_dropped", {"name": name, "reason": reason})

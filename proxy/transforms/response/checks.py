@@ -79,7 +79,7 @@ def check_call(
     client = reverse_rename.get(name, name)
     fixes: tuple[str, ...] = ()
     if client not in offered:
-        fixed = repair_name(client, offered, reverse_rename) if policy == "repair" else None
+        fixed = repair_name(client, offered, reverse_rename) if _repairs(policy) else None
         if fixed is None:
             return _invalid(policy, client, arguments, "unknown_tool")
         client, fixes = fixed, ("name_case",)
@@ -87,13 +87,13 @@ def check_call(
     parsed = loads_strict(text)
     if not isinstance(parsed, dict):
         reason = "bad_json" if parsed is None and text.strip() != "null" else "not_an_object"
-        repaired = repair_arguments(text) if policy == "repair" else None
+        repaired = repair_arguments(text) if _repairs(policy) else None
         if repaired is None:
             return _invalid(policy, client, arguments, reason, fixes)
         parsed, fixes = repaired[0], fixes + repaired[1]
     schema = offered[client]
     error = _schema_error(cache, schema, parsed)
-    if error is not None and policy == "repair":
+    if error is not None and _repairs(policy):
         parsed, schema_fixes = repair_to_schema(parsed, schema)
         if schema_fixes:
             fixes = fixes + schema_fixes
@@ -103,6 +103,11 @@ def check_call(
     if fixes and fixes != ("name_case",):
         text = orjson.dumps(parsed).decode()
     return CallVerdict(True, client, text, fixes)
+
+
+def _repairs(policy: InvalidPolicy) -> bool:
+    """`correct` repairs first: the model is asked again only for what repair can't fix."""
+    return policy in ("repair", "correct")
 
 
 def _invalid(

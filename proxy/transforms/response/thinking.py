@@ -17,11 +17,21 @@ from proxy.types import Chunk, Observation, ReasoningPolicy
 
 
 class _Splitter:
-    """Text in, (content, reasoning) out; split-invariant over any chunking."""
+    """Text in, (content, reasoning) out; split-invariant over any chunking.
 
-    def __init__(self) -> None:
-        self.inside = False
+    A reply may start inside reasoning (the prompt ended with `<think>`, so only
+    `</think>` appears): text before such a close tag is reasoning when nothing
+    went out before it (always so for a whole answer; for a stream, only within
+    its first piece), and `inside=True` (learned per model) starts a stream there.
+    """
+
+    def __init__(self, inside: bool = False) -> None:
+        self.inside = inside
         self.held = ""
+        self.fresh = True
+        """nothing has gone out as content and no tag was seen yet."""
+        self.opened_inside = False
+        """a reply was found to start inside reasoning (an orphan close at its start)."""
 
     def push(self, text: str) -> tuple[str, str]:
         buf, self.held = self.held + text, ""
@@ -48,11 +58,19 @@ class _Splitter:
                 self.held = buf[keep:]
                 break
             at, tag = found
-            content.append(buf[:at])
+            if tag == THINK_CLOSE and self.fresh and not "".join(content).strip():
+                # Thinking forced open by the prompt, and nothing went out yet.
+                reasoning.append("".join(content) + buf[:at])
+                content, self.opened_inside = [], True
+            else:
+                content.append(buf[:at])
             buf = buf[at + len(tag) :]
-            # An orphan close (thinking forced open by the prompt) is dropped:
-            # the reasoning before it has already gone out as content.
+            # An orphan close later on is dropped: the reasoning before it has
+            # already gone out as content.
             self.inside = tag == THINK_OPEN
+            self.fresh = False
+        if "".join(content).strip():
+            self.fresh = False
         return "".join(content), "".join(reasoning)
 
     def end(self) -> tuple[str, str]:
@@ -63,9 +81,10 @@ class _Splitter:
 class ThinkingSplit:
     """Sans-IO stage: `feed(chunk) -> chunks`, `flush() -> chunks`."""
 
-    def __init__(self, policy: ReasoningPolicy) -> None:
+    def __init__(self, policy: ReasoningPolicy, *, starts_inside: bool = False) -> None:
         self._policy: ReasoningPolicy = policy
-        self._split = _Splitter()
+        self._split = _Splitter(inside=starts_inside)
+        self._starts_inside = starts_inside
         self._last: Chunk | None = None
         self.observations: list[Observation] = []
 
@@ -80,6 +99,10 @@ class ThinkingSplit:
         delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
         text = delta.get("content")
         content, reasoning = self._split.push(text) if isinstance(text, str) else ("", "")
+        if self._split.opened_inside and not self._starts_inside:
+            self._starts_inside = True  # once per reply: the next streams start inside
+            self.observations.append(Observation(str(chunk.get("model") or ""),
+                                                 "reasoning_open", {}))
         if choice.get("finish_reason") is not None:
             tail_content, tail_reasoning = self._split.end()
             content, reasoning = content + tail_content, reasoning + tail_reasoning

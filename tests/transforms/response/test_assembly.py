@@ -614,3 +614,35 @@ def test_three_streaming_styles_assemble_to_the_same_call(cuts: list[int], city:
     for style in (_repeating, _openai_style, _vllm_style):
         out = run(assembly(), [*style(fragments), vllm({}, "tool_calls")])
         assert calls_of(out) == expected, style.__name__
+
+
+def test_correct_policy_repairs_first_and_reports_what_it_refused() -> None:
+    stage = assembly("correct")
+    out = run(
+        stage,
+        [
+            ollama({"tool_calls": [ollama_call("Get_Weather", '{"city": "Rome"}'),
+                                   ollama_call("rm_rf", '{"path": "/"}'),
+                                   ollama_call("get_weather", '{"town": "x"}')]}),
+            ollama({}, "tool_calls"),
+        ],
+    )
+    assert [c["name"] for c in calls_of(out)] == ["get_weather"]
+    assert stage.counts().rejected == (
+        ("rm_rf", '{"path": "/"}', "unknown_tool"),
+        ("get_weather", '{"town": "x"}', "schema: 'city' is a required property"),
+    )
+
+
+def test_correct_policy_reports_a_cut_off_call_and_never_completes_it() -> None:
+    stage = assembly("correct")
+    out = run(stage, [ollama({"tool_calls": [ollama_call("get_weather", '{"city": "Ro')]}),
+                      ollama({}, "length")])
+    assert calls_of(out) == []
+    assert stage.counts().rejected == (("get_weather", '{"city": "Ro', "truncated"),)
+
+
+def test_other_policies_report_no_rejected_calls() -> None:
+    stage = assembly("drop")
+    run(stage, [ollama({"tool_calls": [ollama_call("rm_rf", "{}")]}), ollama({}, "stop")])
+    assert stage.counts().dropped == 1 and stage.counts().rejected == ()

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 from chunk_shapes import choice_chunk as _chunk
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from proxy.transforms.response.thinking import ThinkingSplit
@@ -123,8 +123,32 @@ def test_all_reasoning_chunk_is_swallowed() -> None:
     cuts=st.lists(st.integers(0, 200), max_size=6),
 )
 def test_split_invariance(policy: ReasoningPolicy, text: str, cuts: list[int]) -> None:
+    # A reply that opens inside reasoning (a close tag before any open tag) is
+    # moved whole only when it comes whole; streamed, only within its first piece.
+    assume("</think>" not in text.split("<think>")[0])
     bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
     pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
     assert _run(policy, pieces)[:2] == _run(policy, [text])[:2]
     content, reasoning, _ = _run(policy, pieces)
     assert len(content) + len(reasoning) <= len(text)
+
+
+def test_a_whole_answer_starting_inside_reasoning_is_moved() -> None:
+    stage = ThinkingSplit("move")
+    out = stage.feed(_chunk("\nI should greet.\n</think>\n\nHello!"))
+    out += stage.flush()
+    content = "".join(c["choices"][0]["delta"].get("content") or "" for c in out)
+    reasoning = "".join(c["choices"][0]["delta"].get("reasoning_content") or "" for c in out)
+    assert (content, reasoning) == ("\n\nHello!", "\nI should greet.\n")
+    assert [o.kind for o in stage.observations] == ["reasoning_open"]
+
+
+def test_a_stream_learned_to_start_inside_reasoning_moves_it() -> None:
+    stage = ThinkingSplit("move", starts_inside=True)
+    out = [c for piece in ("I should", " greet.</th", "ink>Hello!") for c in stage.feed(_chunk(piece))]
+    out += stage.flush()
+    content = "".join(c["choices"][0]["delta"].get("content") or "" for c in out)
+    reasoning = "".join(c["choices"][0]["delta"].get("reasoning_content") or "" for c in out)
+    assert (content, reasoning) == ("Hello!", "I should greet.")
+    assert stage.observations == [], "already known: nothing new to learn"
+
