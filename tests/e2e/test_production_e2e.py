@@ -119,15 +119,20 @@ def test_past_the_grace_a_stream_ends_with_an_error_event(
 
 def test_burst_past_the_bound_gets_429_with_retry_after(new_sdk: Callable[..., openai.OpenAI], 
         fake: FakeOllama, make_settings: Callable[..., Settings]) -> None:
-    fake.reply("qwen3:8b", Reply(content=["slow"], delay=0.6))
-    settings = make_settings(probe=False, max_concurrency=2, max_queue=1, queue_timeout=5.0)
+    # Each answer takes 2 s and all six start together (a barrier), so the six are in
+    # flight at once even on a loaded machine: 2 run, 1 waits in the queue, 3 are refused.
+    fake.reply("qwen3:8b", Reply(content=["slow"], delay=2.0))
+    settings = make_settings(probe=False, max_concurrency=2, max_queue=1, queue_timeout=10.0)
     results: list[int] = []
     retry_after: list[str] = []
     lock = threading.Lock()
+    start = threading.Barrier(6)
     with serve(create_app(settings)) as url:
         sdk = new_sdk(url)
+        sdk.models.list()  # connections and the app warm before the burst
 
         def one() -> None:
+            start.wait(10)
             try:
                 sdk.chat.completions.create(model="qwen3:8b", messages=MSG)
                 status = 200
