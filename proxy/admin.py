@@ -19,6 +19,7 @@ from starlette.responses import Response
 from proxy.capabilities.schema import is_glob
 from proxy.services import Services
 from proxy.settings import redact_url
+from proxy.types import Profile
 
 
 async def admin_capabilities(request: Request) -> Response:
@@ -40,6 +41,9 @@ async def admin_capabilities(request: Request) -> Response:
         "patterns": [name for name in caps.models if is_glob(name)],
         "models": {name: _describe(svc, name, origins) for name, origins in sorted(known.items())},
     }
+    if svc.server_tools is not None:  # names and states only: never commands, URLs or env
+        body["server_tools"] = sorted(caps.server_tools)
+        body["mcp_servers"] = svc.server_tools.state()
     return Response(orjson.dumps(body, option=orjson.OPT_INDENT_2),
                     media_type="application/json")
 
@@ -53,5 +57,14 @@ def _describe(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:
         "known_from": origins,
         "upstream": redact_url(svc.pick_upstream(name).root),
         "profile": fields,
+        "server_tools_offered": _server_tools(svc, profile),
         "sources": {key: sources.get(key, "built-in default") for key in fields},
     }
+
+
+def _server_tools(svc: Services, profile: Profile) -> list[str]:
+    """The server tools this model is offered now (MCP tools of ready servers included)."""
+    host = svc.server_tools
+    if host is None or profile.tools == "off":
+        return []
+    return [t["function"]["name"] for t in host.offered(profile.server_tools)]

@@ -44,6 +44,7 @@ from proxy.console.gate import below_min_validation
 from proxy.errors import ApiError, upstream_error_body
 from proxy.exchange import Exchange, now_iso
 from proxy.flow.run import ChatRun, Turn, UpstreamCall
+from proxy.flow.server_loop import offered_server_tools, server_tool_run
 from proxy.learning import facts_from
 from proxy.probe import probe_metadata
 from proxy.refusals import Refusal, classify_refusal
@@ -116,6 +117,11 @@ async def run_chat(ex: Exchange, chat: ChatRequest) -> ChatRun:
     if svc.settings.log_prompts:
         _log_prompt(ex, chat)
     profile = await profile_with_probe(svc, chat["model"], upstream)
+    if svc.server_tools is not None:
+        svc.server_tools.sync(svc.store.capabilities().server_tools)
+        if server := offered_server_tools(svc.server_tools, chat, profile):
+            return await server_tool_run(ex, chat, profile, upstream, svc.server_tools, server,
+                                         open_turn)
     return ChatRun(ex, await open_turn(ex, chat, profile, upstream))
 
 

@@ -20,6 +20,7 @@ from cachetools import TTLCache
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.recent import ConsoleState
 from proxy.limits import Limiter
+from proxy.server_tools.host import ToolHost
 from proxy.settings import Settings
 from proxy.state import MemoryState, SharedState
 from proxy.telemetry import Telemetry
@@ -52,6 +53,8 @@ class Services:
     """recent requests, per-model counters and bench captures for /ui."""
 
     listed_at: float = float("-inf")
+    server_tools: ToolHost | None = None
+    """The server tools (proxy/server_tools/host.py); started in the lifespan."""
     state: SharedState = field(default_factory=MemoryState)
     """What this replica shares with the others (proxy/state/; MemoryState alone)."""
 

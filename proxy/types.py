@@ -76,6 +76,11 @@ class Profile:
     """Where `auto` steps down to when the backend refuses tools."""
     recover_text_calls: bool = True
     reasoning: ReasoningPolicy = "pass"
+    server_tools: tuple[str, ...] = ()
+    """names or globs of the server tools offered to this model (none by default)."""
+    max_iterations: int = 5
+    server_tools_budget: float = 120.0
+    """seconds the whole server-tool loop may take."""
     sources: Mapping[str, str] = field(default_factory=dict)
 
 

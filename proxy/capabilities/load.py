@@ -30,6 +30,7 @@ from proxy.capabilities.schema import (
     SystemPromptEntry,
     is_glob,
 )
+from proxy.server_tools.definitions import SERVER_TOOL_KINDS
 
 # Aliases can multiply a small file into a huge tree ("billion laughs") or
 # point back at themselves; both are refused rather than expanded.
@@ -40,7 +41,8 @@ _KNOWN_KEYS: tuple[str, ...] = tuple(
     sorted(
         {
             field.alias or name
-            for model in (Capabilities, LearnedEntry, ModelEntry, SchemaEntry, SystemPromptEntry)
+            for model in (Capabilities, LearnedEntry, ModelEntry, SchemaEntry, SystemPromptEntry,
+                          *SERVER_TOOL_KINDS)
             for name, field in model.model_fields.items()
         }
     )

@@ -40,6 +40,9 @@ _PROFILE_FIELDS: Mapping[str, str] = {
     "fallback": "fallback",
     "recover_text_calls": "recover_text_calls",
     "reasoning": "reasoning",
+    "server_tools": "server_tools",
+    "max_iterations": "max_iterations",
+    "server_tools_budget": "server_tools_budget",
 }
 
 
