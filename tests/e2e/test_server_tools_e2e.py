@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 import threading
 import time
@@ -28,6 +29,8 @@ from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.servers import serve
 
 from proxy.flow import server_loop
+from proxy.formats import get_format
+from proxy.formats.base import ParsedCall
 
 SECRET = "s3cret-inventory-key-42"
 MSG: list[Any] = [{"role": "user", "content": "help"}]
@@ -118,7 +121,9 @@ def caps_path(tmp_path: Path, stock: tuple[Stock, str], request: pytest.FixtureR
     caps = {"version": 1, "server_tools": tools, "models": {
         "qwen3*": {"server_tools": ["*"]},
         "llama3*": {"server_tools": ["calc"], "max_iterations": 1},
-        "mistral*": {"server_tools": ["calc"], "tools": "off"}}}
+        "mistral*": {"server_tools": ["calc"], "tools": "off"},
+        "gemma3*": {"server_tools": ["calc"], "tools": "emulate", "tool_format": "hermes",
+                    "rename": {"calc": "calculate"}}}}
     path = tmp_path / "capabilities.yaml"
     path.write_bytes(orjson.dumps(caps))  # JSON is YAML
     yield path
@@ -356,3 +361,39 @@ def test_a_client_leaving_mid_loop_cancels_the_tool(fake: FakeOllama, proxy_url:
     assert stock[0].left.wait(5), "the running http tool was not cancelled"
     time.sleep(0.3)
     assert len(fake.chat_requests()) == 1  # the model was not asked again
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_emulate_and_rename_apply_to_server_tools(fake: FakeOllama, client: openai.OpenAI,
+                                                  stream: bool) -> None:
+    text = get_format("hermes").render_calls([ParsedCall("calculate", {"expression": "3*3"})])
+    fake.reply("gemma3:4b", Reply(content=[text[i:i + 7] for i in range(0, len(text), 7)]))
+    fake.reply("gemma3:4b", Reply(content=["Nine."]))
+    if stream:
+        answer = _stream(client, "gemma3:4b")[0]
+    else:
+        answer = client.chat.completions.create(
+            model="gemma3:4b", messages=MSG).choices[0].message.content
+    assert answer == "Nine."
+    first, second = fake.chat_requests()[-2:]
+    assert "tools" not in first  # described in the prompt instead, under the upstream name
+    assert "calculate" in orjson.dumps(first["messages"]).decode()
+    assert "9" in orjson.dumps(second["messages"][-1]).decode()
+
+
+def test_server_tools_hot_reload_and_metrics(fake: FakeOllama, client: openai.OpenAI,
+                                             caps_path: Path, proxy_url: str) -> None:
+    caps = orjson.loads(caps_path.read_bytes())
+    caps["server_tools"]["greet"] = {"kind": "mock", "result": "hello"}
+    caps["models"]["qwen3*"] = {"server_tools": ["greet"]}
+    caps_path.write_bytes(orjson.dumps(caps))
+    stat = caps_path.stat()
+    os.utime(caps_path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    _then(fake, "qwen3:8b", tool_call("greet", {}), answer="Hi.")
+    assert client.chat.completions.create(
+        model="qwen3:8b", messages=MSG).choices[0].message.content == "Hi."
+    assert [t["function"]["name"] for t in fake.chat_requests()[0]["tools"]] == ["greet"]
+    scrape = httpx.get(proxy_url + "/metrics").text
+    assert 'toolshim_server_tool_calls_total{outcome="ok",tool="greet"} 1.0' in scrape
+    assert 'toolshim_server_tool_latency_seconds_count{tool="greet"} 1.0' in scrape
+
