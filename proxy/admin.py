@@ -19,6 +19,7 @@ from starlette.responses import Response
 from proxy.capabilities.schema import is_glob
 from proxy.services import Services
 from proxy.settings import redact_url
+from proxy.types import Profile
 
 
 def known_models(svc: Services, *, listed_as: str) -> dict[str, list[str]]:
@@ -47,6 +48,9 @@ async def admin_capabilities(request: Request) -> Response:
         "patterns": [name for name in caps.models if is_glob(name)],
         "models": {name: _describe(svc, name, origins) for name, origins in sorted(known.items())},
     }
+    if svc.server_tools is not None:  # names and states only: never commands, URLs or env
+        body["server_tools"] = sorted(caps.server_tools)
+        body["mcp_servers"] = svc.server_tools.state()
     return Response(orjson.dumps(body, option=orjson.OPT_INDENT_2),
                     media_type="application/json")
 
@@ -62,6 +66,7 @@ def _describe(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:
         "upstream": redact_url(root),
         "num_ctx": _effective_num_ctx(svc, root, name, profile.num_ctx),
         "profile": fields,
+        "server_tools_offered": _server_tools(svc, profile),
         "sources": {key: sources.get(key, "built-in default") for key in fields},
     }
 
@@ -73,3 +78,11 @@ def _effective_num_ctx(svc: Services, root: str, name: str,
     if isinstance(configured, int):
         return max(configured, floor)
     return floor or configured
+
+
+def _server_tools(svc: Services, profile: Profile) -> list[str]:
+    """The server tools this model is offered now (MCP tools of ready servers included)."""
+    host = svc.server_tools
+    if host is None or profile.tools == "off":
+        return []
+    return [t["function"]["name"] for t in host.offered(profile.server_tools)]

@@ -38,6 +38,7 @@ from proxy.middleware import (
 )
 from proxy.observability.startup import log_upstream_kind, startup_line
 from proxy.passthrough import forward, list_models
+from proxy.server_tools.host import ToolHost
 from proxy.services import Services
 from proxy.settings import Settings
 from proxy.state import build_state
@@ -108,6 +109,8 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
         svc.state.register_metrics(svc.telemetry.metrics.registry)
         svc.telemetry.bind(svc.store, svc.limiter)
         startup_line(settings, svc.store.capabilities(), log)
+        svc.server_tools = ToolHost()  # MCP servers start here, follow reloads per request
+        svc.server_tools.sync(svc.store.capabilities().server_tools)
         for upstream in svc.upstreams.values():
             if settings.kind_for(upstream.root) is None:  # a set kind is not asked about
                 svc.spawn(log_upstream_kind(upstream, log))
@@ -117,6 +120,8 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
             if svc.background:
                 await asyncio.wait(set(svc.background), timeout=5)
             await svc.state.close()
+            if svc.server_tools is not None:
+                await svc.server_tools.aclose()
             for upstream in svc.upstreams.values():
                 await upstream.client.aclose()
             await asyncio.to_thread(svc.store.close)  # what is still pending reaches the file
@@ -171,6 +176,8 @@ async def readyz(request: Request) -> Response:
         fresh = [root for root in answers if root]
     body: dict[str, Any] = {"capabilities": svc.store.last_error() or "ok",
                             "upstreams_answering": fresh}
+    if svc.server_tools is not None and svc.server_tools.state():
+        body["mcp_servers"] = svc.server_tools.state()  # a failed one does not stop traffic
     if svc.state.status() != "off":  # degraded Redis is not a reason to stop traffic
         body["redis"] = svc.state.status()
     status = 200 if fresh else 503

@@ -48,6 +48,7 @@ from proxy.errors import ApiError, upstream_error_body
 from proxy.exchange import Exchange, now_iso
 from proxy.flow.correct import CorrectingTurn
 from proxy.flow.run import ChatRun, Turn, UpstreamCall
+from proxy.flow.server_loop import offered_server_tools, server_tool_run
 from proxy.learning import facts_from
 from proxy.probe import probe_metadata
 from proxy.refusals import Refusal, classify_refusal
@@ -122,6 +123,11 @@ async def run_chat(ex: Exchange, chat: ChatRequest) -> ChatRun:
     if svc.settings.log_prompts:
         _log_prompt(ex, chat)
     profile = await profile_with_probe(svc, chat["model"], upstream)
+    if svc.server_tools is not None:  # server-side tools: flow/server_loop.py
+        svc.server_tools.sync(svc.store.capabilities().server_tools)
+        if server := offered_server_tools(svc.server_tools, chat, profile):
+            return await server_tool_run(ex, chat, profile, upstream, svc.server_tools, server,
+                                         open_turn)
     turn = await open_turn(ex, chat, profile, upstream)
     if profile.invalid_tool_calls == "correct" and chat.get("tools"):  # flow/correct.py
         turn = CorrectingTurn(ex, chat, profile, turn, lambda c: open_turn(ex, c, profile, upstream))

@@ -146,6 +146,13 @@ class Metrics:
         self.corrections = Counter("toolshim_corrections", "Corrections asked of a model under "
                                    "invalid_tool_calls: correct (outcome: tried, succeeded).",
                                    ["model", "outcome"], registry=reg)
+        self.server_tool = BoundedLabels(128)
+        self.server_tool_calls = Counter(
+            "toolshim_server_tool_calls", "Server-tool calls toolshim ran, by tool and outcome "
+            "(ok, error).", ["tool", "outcome"], registry=reg)
+        self.server_tool_latency = Histogram(
+            "toolshim_server_tool_latency_seconds", "Time one server-tool call took.", ["tool"],
+            buckets=_LATENCY_BUCKETS, registry=reg)
         self._live: Callable[[], LiveState | None] = lambda: None
         reg.register(_LiveCollector(lambda: self._live()))
 

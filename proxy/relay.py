@@ -39,8 +39,7 @@ def sse_response(run: ChatRun) -> Response:
 async def _sse_body(run: ChatRun) -> AsyncIterator[bytes]:
     try:
         async for batch in run.batches():
-            yield b"".join([b"data: " + (item if isinstance(item, bytes) else orjson.dumps(item))
-                            + b"\n\n" for item in batch])
+            yield b"".join([_frame(item) for item in batch])
         yield DONE_FRAME
     except ApiError as exc:
         yield _error_frame(exc.message, exc.status, exc.code) + DONE_FRAME
@@ -53,6 +52,12 @@ async def _sse_body(run: ChatRun) -> AsyncIterator[bytes]:
         yield _error_frame("internal error in toolshim", 500, "internal_error") + DONE_FRAME
     finally:
         await run.aclose()  # shielded inside: also when the client left
+
+
+def _frame(item: bytes | Chunk) -> bytes:
+    if isinstance(item, bytes):  # a comment (keep-alive) is written as it is
+        return (item if item[:1] == b":" else b"data: " + item) + b"\n\n"
+    return b"data: " + orjson.dumps(item) + b"\n\n"
 
 
 async def json_response(run: ChatRun) -> Response:

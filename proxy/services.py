@@ -21,6 +21,7 @@ from proxy.backends.ollama import OllamaState
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.recent import ConsoleState
 from proxy.limits import Limiter
+from proxy.server_tools.host import ToolHost
 from proxy.settings import Settings
 from proxy.state import MemoryState, SharedState
 from proxy.telemetry import Telemetry
@@ -55,6 +56,8 @@ class Services:
     """What Ollama upstreams said about themselves and their models (backends/ollama.py)."""
 
     listed_at: float = float("-inf")
+    server_tools: ToolHost | None = None
+    """The server tools (proxy/server_tools/host.py); started in the lifespan."""
     state: SharedState = field(default_factory=MemoryState)
     """What this replica shares with the others (proxy/state/; MemoryState alone)."""
     listing_complete: dict[str, bool] = field(default_factory=dict)

@@ -37,6 +37,10 @@ class RequestRecord:
     calls_repaired: int = 0
     calls_recovered: int = 0
     calls_kept: int = 0
+    server_tool_calls: int = 0
+    server_tool_iterations: int = 0
+    server_tools: list[str] = field(default_factory=list)
+    """`name:outcome:ms` per server-tool call (never arguments or results)."""
     error: str | None = None
     changes: list[str] = field(default_factory=list)
     num_ctx: int | None = None

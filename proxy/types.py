@@ -98,6 +98,11 @@ class Profile:
     """the model's replies start inside reasoning (its prompt opens `<think>`)."""
     max_corrections: int = 1
     """under invalid_tool_calls: correct, how many times the model is asked again."""
+    server_tools: tuple[str, ...] = ()
+    """names or globs of the server tools offered to this model (none by default)."""
+    max_iterations: int = 5
+    server_tools_budget: float = 120.0
+    """seconds the whole server-tool loop may take."""
     sources: Mapping[str, str] = field(default_factory=dict)
 
 

@@ -30,6 +30,7 @@ from proxy.capabilities.schema import (
     SystemPromptEntry,
     is_glob,
 )
+from proxy.server_tools.definitions import SERVER_TOOL_KINDS
 
 # Aliases can multiply a small file into a huge tree ("billion laughs") or
 # point back at themselves; both are refused rather than expanded.
@@ -40,7 +41,8 @@ _KNOWN_KEYS: tuple[str, ...] = tuple(
     sorted(
         {
             field.alias or name
-            for model in (Capabilities, LearnedEntry, ModelEntry, SchemaEntry, SystemPromptEntry)
+            for model in (Capabilities, LearnedEntry, ModelEntry, SchemaEntry, SystemPromptEntry,
+                          *SERVER_TOOL_KINDS)
             for name, field in model.model_fields.items()
         }
     )
@@ -145,6 +147,8 @@ def _plain_scalar(value: Any) -> Any:
 
 def _validation_problem(err: ErrorDetails, doc: CommentedMap, path: str) -> Problem:
     loc = tuple(err["loc"])
+    if len(loc) > 3 and loc[0] == "server_tools":
+        loc = loc[:2] + loc[3:]  # drop the `kind` tag pydantic puts in a union's location
     return Problem(path, _line_of(doc, loc), f"{_where(loc)}: {_message(err)}")
 
 

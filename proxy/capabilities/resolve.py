@@ -51,6 +51,9 @@ _PROFILE_FIELDS: Mapping[str, str] = {
     "chars_per_token": "chars_per_token",
     "max_corrections": "max_corrections",
     "starts_in_reasoning": "starts_in_reasoning",
+    "server_tools": "server_tools",
+    "max_iterations": "max_iterations",
+    "server_tools_budget": "server_tools_budget",
 }
 
 

@@ -21,6 +21,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from pydantic_core import PydanticCustomError
 
 from proxy.formats import FORMATS
+from proxy.server_tools.definitions import ServerToolDefinition, check_tool_name
 from proxy.types import (
     ContextGuard,
     Fallback,
@@ -109,6 +110,7 @@ def _check_timestamp(value: str) -> str:
 ModelKey = Annotated[str, AfterValidator(_glob_check("model name or glob"))]
 ToolName = Annotated[str, AfterValidator(_glob_check("tool name"))]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
+ServerToolName = Annotated[str, AfterValidator(check_tool_name)]
 
 
 class _Entry(BaseModel):
@@ -185,8 +187,17 @@ class ModelEntry(_Entry):
     """under invalid_tool_calls: correct, how many times to ask the model again."""
     starts_in_reasoning: bool | None = None
     """replies start inside reasoning: only `</think>` appears (learned when seen)."""
+    server_tools: list[ToolName] | None = None
+    """names or globs over the `server_tools:` section (MCP tools as entry__tool)."""
+    max_iterations: Annotated[int, Field(ge=1, le=50)] | None = None
+    """server-tool rounds per request before toolshim stops the loop."""
+    server_tools_budget: Annotated[float, Field(gt=0, le=3600)] | None = None
+    """seconds the whole server-tool loop may take."""
 
     _non_null = field_validator(
+        "server_tools",
+        "max_iterations",
+        "server_tools_budget",
         "tools",
         "invalid_tool_calls",
         "deny_tools",
@@ -261,6 +272,8 @@ class Capabilities(_Entry):
     """Exact names or fnmatch globs (* ? [..]); the person's section."""
     learned: dict[ModelKey, LearnedEntry] = {}
     """Exact names only in practice; the proxy's section."""
+    server_tools: dict[ServerToolName, ServerToolDefinition] = {}
+    """Tools toolshim runs itself (proxy/server_tools/), offered per model."""
 
     @field_validator("version", mode="before")
     @classmethod
@@ -270,7 +283,7 @@ class Capabilities(_Entry):
             raise PydanticCustomError("version", "version must be the integer 1")
         return value
 
-    @field_validator("defaults", "models", "learned", mode="before")
+    @field_validator("defaults", "models", "learned", "server_tools", mode="before")
     @classmethod
     def _empty_section(cls, value: object) -> object:
         # `learned:` with nothing under it (or only comments) loads as null;

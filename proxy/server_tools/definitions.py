@@ -106,6 +106,7 @@ class McpTool(_Definition):
         return self
 
 
+SERVER_TOOL_KINDS = (MockTool, BuiltinTool, HttpTool, McpTool, MockResult)
 ServerToolDefinition = Annotated[
     MockTool | BuiltinTool | HttpTool | McpTool, Field(discriminator="kind")
 ]

@@ -10,6 +10,7 @@ from typing import Any
 import openai
 import pytest
 from ruamel.yaml import YAML
+from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
 
 WEATHER = {"type": "function", "function": {
@@ -180,11 +181,10 @@ def test_repair_comes_first(fake: FakeOllama, client: openai.OpenAI) -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_max_corrections_bounds_the_attempts(fake: FakeOllama, caps_path: Path,
+def test_max_corrections_bounds_the_attempts(fake: FakeOllama, caps_path: Path, proxy_url: str,
                                              client: openai.OpenAI, stream: bool) -> None:
-    caps_path.write_text('version: 1\nmodels:\n  "qwen3:*":\n    invalid_tool_calls: correct\n'
-                         '    max_corrections: 2\n')
-    time.sleep(0.05)
+    edit_and_wait(caps_path, 'version: 1\nmodels:\n  "qwen3:*":\n    invalid_tool_calls: correct\n'
+                  '    max_corrections: 2\n', proxy_url)
     bad = Reply(tool_calls=[tool_call("nope", {})])
     fake.reply("qwen3:8b", bad)
     fake.reply("qwen3:8b", bad)
@@ -194,11 +194,10 @@ def test_max_corrections_bounds_the_attempts(fake: FakeOllama, caps_path: Path,
     assert note["corrections"] == 2 and len(fake.chat_requests()) == 3
 
 
-def test_max_corrections_zero_is_drop(fake: FakeOllama, caps_path: Path,
+def test_max_corrections_zero_is_drop(fake: FakeOllama, caps_path: Path, proxy_url: str,
                                       client: openai.OpenAI) -> None:
-    caps_path.write_text('version: 1\nmodels:\n  "qwen3:*":\n    invalid_tool_calls: correct\n'
-                         '    max_corrections: 0\n')
-    time.sleep(0.05)
+    edit_and_wait(caps_path, 'version: 1\nmodels:\n  "qwen3:*":\n    invalid_tool_calls: correct\n'
+                  '    max_corrections: 0\n', proxy_url)
     fake.reply("qwen3:8b", Reply(tool_calls=[tool_call("nope", {})]))
     calls, finish, _, _ = _ask(client, False)
     assert calls == [] and finish == "stop" and len(fake.chat_requests()) == 1

@@ -1,0 +1,54 @@
+"""The server tools of a running app: the runner, the MCP servers, the set-aside parts.
+
+Owns: following capabilities.yaml's `server_tools:` section (applied at start
+and again whenever a reload changes it: MCP servers start and stop with
+their entries), the http client the `http` tools use, and the bounded TTL
+cache of server calls set aside from mixed turns. Must not: put secrets in
+`state()` (it is shown on /readyz and /admin).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+from cachetools import TTLCache
+
+from proxy.server_tools.definitions import McpTool
+from proxy.server_tools.loop import SetAside
+from proxy.server_tools.mcp_servers import McpServers
+from proxy.server_tools.runner import Definition, ServerTools
+
+SET_ASIDE_TTL = 3600.0
+"""seconds a mixed turn's server calls are kept for the client to send that turn back."""
+
+
+class ToolHost:
+    def __init__(self) -> None:
+        self.http = httpx.AsyncClient(timeout=30, follow_redirects=False, trust_env=False)
+        self.mcp = McpServers()
+        self.runner = ServerTools({}, self.mcp, self.http)
+        self.set_aside: TTLCache[str, SetAside] = TTLCache(4096, SET_ASIDE_TTL)
+        self._applied: Mapping[str, Definition] | None = None
+
+    def sync(self, definitions: Mapping[str, Definition]) -> None:
+        """Follow the file: cheap when the section is the one applied last."""
+        if definitions is self._applied:
+            return
+        self._applied = definitions
+        self.runner.definitions = dict(definitions)
+        self.mcp.apply({n: d for n, d in definitions.items() if isinstance(d, McpTool)})
+
+    def offered(self, patterns: tuple[str, ...]) -> list[dict[str, Any]]:
+        return self.runner.offered(patterns) if patterns else []
+
+    def state(self) -> dict[str, dict[str, Any]]:
+        """Each MCP server's state (no command lines, URLs or environment)."""
+        return self.mcp.state()
+
+    async def aclose(self) -> None:
+        try:
+            await self.mcp.aclose()
+        finally:
+            await self.http.aclose()
