@@ -133,7 +133,7 @@ class StreamRecovery:
                     return self._text(self._buf[: match.start()], cut=match.start())
                 self._fence = None
                 return self._text(self._buf[: newline + 1], cut=newline + 1)
-        partial = _PARTIAL_FENCE.search(self._buf)
+        partial = _partial_fence(self._buf)
         keep = partial.start() + (partial.group().startswith("\n")) if partial else len(self._buf)
         return self._text(self._buf[:keep], cut=keep)
 
@@ -172,12 +172,15 @@ class StreamRecovery:
         if hit is not None:
             found.append((hit[0], "think" if hit[1] == THINK_OPEN else "marker"))
         source = self._line + buf
-        for match in _LINE_START.finditer(source):
+        # The prose already sent on this line (up to _CONTEXT chars, no newline) can
+        # start nothing unless it is all blanks: scan from buf on (per-chunk work).
+        skip = len(self._line) if self._line.strip(" \t") else 0
+        for match in _LINE_START.finditer(source, skip):
             at = match.start(1) - len(self._line)
             if at >= 0:
                 found.append((at, "bare" if match.group(1) in "{[" else "fence"))
                 break
-        partial = _PARTIAL_FENCE.search(source)
+        partial = _partial_fence(source)
         if partial is not None and partial.start(1) >= len(self._line):
             found.append((partial.start(1) - len(self._line), "partial"))
         found.append((len(buf) - self._marker_set.partial_suffix(buf), "partial"))
@@ -283,6 +286,11 @@ class StreamRecovery:
         """Reasoning goes on verbatim (keep_reasoning) or is dropped; it is never parsed."""
         text, self._buf = self._buf[:size], self._buf[size:]
         return [text] if self._keep and text else []
+
+
+def _partial_fence(text: str) -> re.Match[str] | None:
+    """_PARTIAL_FENCE at the end of text: only its last line can match, so search that."""
+    return _PARTIAL_FENCE.search(text, max(text.rfind("\n"), 0))
 
 
 def _line_starts(text: str) -> list[int]:
