@@ -67,6 +67,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", help="run only workloads whose name contains this")
     parser.add_argument("--proxy-cmd", default=PROXY_CMD,
                         help="command template; fields {python} {port} {upstream} {caps}")
+    parser.add_argument("--proxy-cores", default=str(PROXY_CORE), metavar="LIST",
+                        help="cores for the servers under test (taskset list, default 0;"
+                        " '0,1' to measure --workers 2)")
     parser.add_argument("--compare", metavar="REF",
                         help="also run toolshim as of this git ref (target 'ref'), same runs")
     args = parser.parse_args(argv)
@@ -125,7 +128,7 @@ def _start_servers(args: argparse.Namespace, tmp: Path, children: list[Child]) -
     for name, argv, cwd in _server_argvs(args, upstream, caps, ref_dir):
         port = free_port()
         child = Child(name, [a.replace("{port}", str(port)) for a in argv],
-                      tmp / f"{name}.log", core=PROXY_CORE)
+                      tmp / f"{name}.log", core=args.proxy_cores)
         children.append(child)
         child.start(cwd)
         child.wait_http(f"http://127.0.0.1:{port}/healthz", 30)
@@ -175,7 +178,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def _notes(args: argparse.Namespace, pinned: bool, load_before: str) -> list[str]:
-    pin = "proxy on core 0, load + fake upstream on core 1" if pinned else (
+    pin = f"proxy on core(s) {args.proxy_cores}, load + fake upstream on core 1" if pinned else (
         "NOT PINNED (fewer than 2 cores): numbers are not comparable")
     load_after = " ".join(f"{x:.1f}" for x in os.getloadavg())
     compare = [f"ref = toolshim as of {args.compare}"] if args.compare else []
