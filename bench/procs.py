@@ -44,7 +44,7 @@ class Child:
     name: str
     argv: Sequence[str]
     log: Path
-    core: int | None = None
+    core: int | str | None = None  # a core, or a taskset list such as "0,1"
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self, cwd: Path) -> None:
@@ -58,7 +58,7 @@ class Child:
                 argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True)
         if self.core is not None and not taskset:
-            os.sched_setaffinity(self.proc.pid, {self.core})
+            os.sched_setaffinity(self.proc.pid, {int(c) for c in str(self.core).split(",")})
 
     @property
     def pid(self) -> int:

@@ -14,7 +14,10 @@ import asyncio
 import dataclasses
 import os
 import signal
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +26,7 @@ from types import FrameType
 import wrk
 from load import LoadResult, LoadSpec, loop_factory, run_load
 from procs import Child, ServerProbe, free_port, pin_self
-from report import W1_C1, W1_C32, W2, W2N, W2R, W3, Sample, Target, render
+from report import W1_C1, W1_C32, W2, W2N, W2R, W2T, W3, W5, Sample, Target, render
 
 ROOT = Path(__file__).resolve().parent.parent
 PROXY_CORE, LOAD_CORE = 0, 1
@@ -32,15 +35,20 @@ CAPABILITIES = ('version: 1\nmodels:\n  "bench-*":\n    tools: native\n'
                 '  "bench-native-*":\n    num_ctx: 8192\n')
 # W3: 64 chunks 10 ms apart is ~0.65 s per stream; workers start spread over one stream
 # so completions are uniform in time, not waves that make streams/s depend on phase.
+# W1, W3 and W5 offer the three tools: the targets are for every stage on. W2 alone
+# shows a stream without tools, W2t the same stream with them.
 WORKLOADS: tuple[tuple[str, LoadSpec], ...] = (
-    (W1_C1, LoadSpec("bench-small", False, 1)),
-    (W1_C32, LoadSpec("bench-small", False, 32)),
+    (W1_C1, LoadSpec("bench-small", False, 1, tools=True)),
+    (W1_C32, LoadSpec("bench-small", False, 32, tools=True)),
     (W2, LoadSpec("bench-chunks-64", True, 32)),
-    ("W2t +3 tools c=32", LoadSpec("bench-chunks-64", True, 32, tools=True)),
+    (W2T, LoadSpec("bench-chunks-64", True, 32, tools=True)),
     (W2N, LoadSpec("bench-native-64", True, 32)),
     # The W2 stream asked for through /v1/responses (only toolshim speaks it here).
     (W2R, LoadSpec("bench-chunks-64", True, 32, api="responses")),
-    (W3, LoadSpec("bench-slow-64", True, 200, ramp=0.7)),
+    (W3, LoadSpec("bench-slow-64", True, 200, tools=True, ramp=0.7)),
+    # A thousand open streams on one worker: errors, RSS and CPU per stream next to W3.
+    (W5, LoadSpec("bench-slow-64", True, 1000, tools=True, ramp=0.7, timeout=60.0,
+                  drain=30.0)),
 )
 PROXY_CMD = ("{python} -m proxy --host 127.0.0.1 --port {port} --upstream {upstream}"
              " --capabilities {caps}")
@@ -59,11 +67,51 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", help="run only workloads whose name contains this")
     parser.add_argument("--proxy-cmd", default=PROXY_CMD,
                         help="command template; fields {python} {port} {upstream} {caps}")
+    parser.add_argument("--proxy-cores", default=str(PROXY_CORE), metavar="LIST",
+                        help="cores for the servers under test (taskset list, default 0;"
+                        " '0,1' to measure --workers 2)")
+    parser.add_argument("--compare", metavar="REF",
+                        help="also run toolshim as of this git ref (target 'ref'), same runs")
     args = parser.parse_args(argv)
     args.rounds = args.rounds or (2 if args.quick else 3)
     args.duration = args.duration or (0.8 if args.quick else 2.0)
     args.naive = (not args.quick) if args.naive is None else args.naive
     return args
+
+
+def _export_ref(ref: str, into: Path) -> Path:
+    """The `proxy` package as of git `ref`, unpacked under `into` (no worktree, no checkout).
+
+    The ref's proxy runs with this interpreter and these installed libraries: only
+    the package's code differs between the two targets.
+    """
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", ref, "proxy"],
+                             capture_output=True, check=False)
+    if archive.returncode != 0:
+        raise RuntimeError(f"git archive {ref}: {archive.stderr.decode().strip()}")
+    tar_path = into / "ref.tar"
+    tar_path.write_bytes(archive.stdout)
+    with tarfile.open(tar_path) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def _server_argvs(args: argparse.Namespace, upstream: str, caps: Path,
+                  ref_dir: Path | None) -> list[tuple[str, list[str], Path]]:
+    """(name, argv, working directory) of every server under test but the fake."""
+    py = sys.executable
+    proxy_argv = args.proxy_cmd.format(python=py, port="{port}", upstream=upstream,
+                                       caps=caps).split()
+    servers: list[tuple[str, list[str], Path]] = []
+    if not args.no_proxy:
+        servers.append(("proxy", proxy_argv, ROOT))
+    if ref_dir is not None:
+        # `python -m proxy` puts its working directory first on sys.path: the ref's copy.
+        servers.append(("ref", proxy_argv, ref_dir))
+    if args.naive:
+        servers.append(("naive", [py, str(ROOT / "bench" / "_naive_forwarder.py"),
+                                  "--port", "{port}", "--upstream", upstream], ROOT))
+    return servers
 
 
 def _start_servers(args: argparse.Namespace, tmp: Path, children: list[Child]) -> list[Target]:
@@ -76,19 +124,13 @@ def _start_servers(args: argparse.Namespace, tmp: Path, children: list[Child]) -
     targets = [Target("direct", upstream, None)]
     caps = tmp / "capabilities.yaml"
     caps.write_text(CAPABILITIES)
-    servers: list[tuple[str, list[str]]] = []
-    if not args.no_proxy:
-        servers.append(("proxy", args.proxy_cmd.format(
-            python=py, port="{port}", upstream=upstream, caps=caps).split()))
-    if args.naive:
-        servers.append(("naive", [py, str(ROOT / "bench" / "_naive_forwarder.py"),
-                                  "--port", "{port}", "--upstream", upstream]))
-    for name, argv in servers:
+    ref_dir = _export_ref(args.compare, Path(args.ref_tmp)) if args.compare else None
+    for name, argv, cwd in _server_argvs(args, upstream, caps, ref_dir):
         port = free_port()
         child = Child(name, [a.replace("{port}", str(port)) for a in argv],
-                      tmp / f"{name}.log", core=PROXY_CORE)
+                      tmp / f"{name}.log", core=args.proxy_cores)
         children.append(child)
-        child.start(ROOT)
+        child.start(cwd)
         child.wait_http(f"http://127.0.0.1:{port}/healthz", 30)
         targets.append(Target(name, f"http://127.0.0.1:{port}", child.pid))
     return targets
@@ -136,10 +178,12 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def _notes(args: argparse.Namespace, pinned: bool, load_before: str) -> list[str]:
-    pin = "proxy on core 0, load + fake upstream on core 1" if pinned else (
+    pin = f"proxy on core(s) {args.proxy_cores}, load + fake upstream on core 1" if pinned else (
         "NOT PINNED (fewer than 2 cores): numbers are not comparable")
     load_after = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    return [f"{args.rounds} rounds x {args.duration:g} s per run (W3 x1.5), medians; {pin}",
+    compare = [f"ref = toolshim as of {args.compare}"] if args.compare else []
+    return [f"{args.rounds} rounds x {args.duration:g} s per run (W3, W5 x1.5), medians; {pin}",
+            *compare,
             (f"load average before {load_before}, after {load_after}"
              " (other work on this machine skews every number)")]
 
@@ -153,6 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = ROOT / "bench" / "results" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out.mkdir(parents=True, exist_ok=True)
     children: list[Child] = []
+    ref_tmp = tempfile.TemporaryDirectory(prefix="toolshim-ref-")
+    args.ref_tmp = ref_tmp.name
     try:
         targets = _start_servers(args, out, children)
         with asyncio.Runner(loop_factory=loop_factory()) as runner:
@@ -170,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         for child in reversed(children):
             child.stop()
+        ref_tmp.cleanup()
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 
+from proxy.api.disconnect import unless_client_leaves
 from proxy.api.failures import answer_or_error
 from proxy.backends.adapting import MAX_QUIRK_RETRIES, AdaptingSender
 from proxy.backends.error_text import client_message
@@ -79,31 +80,8 @@ async def _handle(ex: Exchange) -> Response:
 
 
 async def _unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -> T | None:
-    """Run work; a client that hangs up first cancels it, and with it the upstream call.
-
-    Until the response starts nothing else notices a departed client, and a
-    non-streaming Ollama answer (or a model load) can keep a GPU busy for minutes.
-    """
-    done: list[T] = []
-    try:
-        async with anyio.create_task_group() as group:
-            async def watch() -> None:
-                while (await request.receive())["type"] != "http.disconnect":
-                    pass
-                group.cancel_scope.cancel()
-
-            group.start_soon(watch)
-            done.append(await work)
-            group.cancel_scope.cancel()
-    except BaseExceptionGroup as failure:
-        # The work's own error (ApiError...), not a group: the caller maps it.
-        raise _first_leaf(failure) from None
-    return done[0] if done else None
-
-
-def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    first = group.exceptions[0]
-    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
+    """Run work; a client that hangs up first cancels it (see api/disconnect.py)."""
+    return await unless_client_leaves(request.receive, work)
 
 
 async def _answer(ex: Exchange, chat: ChatRequest) -> Response:

@@ -10,11 +10,12 @@ parse inside reasoning or an answer's fence, or hold prose that cannot start a c
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
-from proxy.formats import format_order
-from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats import FORMATS, format_order
+from proxy.formats.base import ParsedCall, ParseResult, TextFormat
 from proxy.formats.detect import (
     GENERIC_MARKERS,
     THINK_BREAKERS,
@@ -45,10 +46,8 @@ class StreamRecovery:
         self, tools: Mapping[str, JSON], preferred: str | None = None, keep_reasoning: bool = False
     ) -> None:
         self._tools = dict(tools)
-        self._order = format_order(preferred)
+        self._order, self._markers = _formats_and_markers(preferred, tuple(FORMATS.values()))
         self._keep = keep_reasoning
-        markers = {m for fmt in self._order for m in fmt.markers if m not in GENERIC_MARKERS}
-        self._markers = tuple(sorted(markers | {THINK_OPEN}, key=len, reverse=True))
         self._marker_set = marker_set(self._markers)
         self._buf = ""
         self._line = ""  # prose sent since the last newline: context for the parsers
@@ -133,7 +132,7 @@ class StreamRecovery:
                     return self._text(self._buf[: match.start()], cut=match.start())
                 self._fence = None
                 return self._text(self._buf[: newline + 1], cut=newline + 1)
-        partial = _PARTIAL_FENCE.search(self._buf)
+        partial = _partial_fence(self._buf)
         keep = partial.start() + (partial.group().startswith("\n")) if partial else len(self._buf)
         return self._text(self._buf[:keep], cut=keep)
 
@@ -172,12 +171,15 @@ class StreamRecovery:
         if hit is not None:
             found.append((hit[0], "think" if hit[1] == THINK_OPEN else "marker"))
         source = self._line + buf
-        for match in _LINE_START.finditer(source):
+        # The prose already sent on this line (up to _CONTEXT chars, no newline) can
+        # start nothing unless it is all blanks: scan from buf on (per-chunk work).
+        skip = len(self._line) if self._line.strip(" \t") else 0
+        for match in _LINE_START.finditer(source, skip):
             at = match.start(1) - len(self._line)
             if at >= 0:
                 found.append((at, "bare" if match.group(1) in "{[" else "fence"))
                 break
-        partial = _PARTIAL_FENCE.search(source)
+        partial = _partial_fence(source)
         if partial is not None and partial.start(1) >= len(self._line):
             found.append((partial.start(1) - len(self._line), "partial"))
         found.append((len(buf) - self._marker_set.partial_suffix(buf), "partial"))
@@ -283,6 +285,22 @@ class StreamRecovery:
         """Reasoning goes on verbatim (keep_reasoning) or is dropped; it is never parsed."""
         text, self._buf = self._buf[:size], self._buf[size:]
         return [text] if self._keep and text else []
+
+
+@functools.lru_cache(maxsize=64)
+def _formats_and_markers(
+    preferred: str | None, registry: tuple[TextFormat, ...]
+) -> tuple[tuple[TextFormat, ...], tuple[str, ...]]:
+    """The formats in search order and their markers, longest first: once per preferred
+    format (and registry), not per stream. `registry` keys the memo to FORMATS' contents."""
+    order = tuple(format_order(preferred))
+    markers = {m for fmt in order for m in fmt.markers if m not in GENERIC_MARKERS}
+    return order, tuple(sorted(markers | {THINK_OPEN}, key=len, reverse=True))
+
+
+def _partial_fence(text: str) -> re.Match[str] | None:
+    """_PARTIAL_FENCE at the end of text: only its last line can match, so search that."""
+    return _PARTIAL_FENCE.search(text, max(text.rfind("\n"), 0))
 
 
 def _line_starts(text: str) -> list[int]:

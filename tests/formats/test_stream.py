@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from sample_corpus import SCHEMAS
 
 from proxy.formats import FORMATS, recover
+from proxy.formats import stream as stream_module
 from proxy.formats.base import ParsedCall
 from proxy.formats.detect import GENERIC_MARKERS
 from proxy.formats.stream import Item, StreamRecovery
@@ -121,3 +122,11 @@ def test_split_invariance_on_nasty_texts(text: str, cuts: list[int]) -> None:
     whole, _ = recover(text, SCHEMAS, keep_reasoning=True)
     assert [i for i in items if isinstance(i, ParsedCall)] == list(whole.calls)
     assert " ".join(_text(items).split()) == " ".join((whole.text or "").split())
+
+
+@given(st.text(alphabet="ab `~\t\n{[", max_size=40))
+def test_the_partial_fence_search_from_the_last_line_finds_what_a_full_search_finds(
+        text: str) -> None:
+    full = stream_module._PARTIAL_FENCE.search(text)
+    fast = stream_module._partial_fence(text)
+    assert (fast.span() if fast else None) == (full.span() if full else None)

@@ -1,0 +1,96 @@
+"""The fast path and the full path give the client the same stream.
+
+`SseTranslator(decode=False)` relays plain chunks as the upstream's bytes;
+`decode=True` parses every chunk, runs it through the stages and re-encodes it.
+Where both apply (no tools offered, reasoning passed through), the bytes the
+client receives must not depend on which one ran, however the upstream's bytes
+were cut into reads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxy.flow.translate import ChunkOut, SseTranslator
+from proxy.transforms.response import build_pipeline
+from proxy.transforms.response.checks import SchemaCache
+from proxy.types import Plan, Profile
+
+BASE = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": 1755000000,
+        "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
+
+
+def _translator(decode: bool) -> SseTranslator:
+    ids = (f"call_gen{i:020d}" for i in itertools.count())
+    pipeline = build_pipeline(client_tools=[], profile=Profile(model="qwen3:8b"), plan=Plan(),
+                              parallel_tool_calls=None, schema_cache=SchemaCache(),
+                              id_factory=lambda: next(ids))
+    return SseTranslator(pipeline, decode=decode)
+
+
+def _chunks(pieces: list[str], finish: str, usage: bool) -> list[dict[str, Any]]:
+    """An Ollama-shaped /v1 stream: role on the first delta, a finish chunk, maybe usage."""
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": p} if i == 0
+                                    else {"content": p} for i, p in enumerate(pieces)]
+    out = [{**BASE, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+           for d in deltas]
+    out.append({**BASE, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    if usage:
+        out.append({**BASE, "choices": [], "usage": {
+            "prompt_tokens": 12, "completion_tokens": len(pieces), "total_tokens": 12}})
+    return out
+
+
+def _client_bytes(decode: bool, reads: list[bytes]) -> bytes:
+    """What relay.py's SSE body writes for the translator's output (framing included)."""
+    translator = _translator(decode)
+    out: list[ChunkOut] = []
+    for data in reads:
+        out += translator.feed(data)
+    out += translator.end()
+    assert translator.failure is None
+    return b"".join(b"data: " + (c if isinstance(c, bytes) else orjson.dumps(c)) + b"\n\n"
+                    for c in out)
+
+
+def _cut(body: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({min(c, len(body)) for c in cuts})
+    return [body[a:b] for a, b in zip([0, *points], [*points, len(body)]) if b > a]
+
+
+PIECES = st.lists(st.text(max_size=12), min_size=1, max_size=8)
+CUTS = st.lists(st.integers(min_value=0, max_value=2000), max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pieces=PIECES, finish=st.sampled_from(["stop", "length"]), usage=st.booleans(),
+       cuts=CUTS)
+def test_fast_and_full_path_write_identical_bytes(
+        pieces: list[str], finish: str, usage: bool, cuts: list[int]) -> None:
+    # The upstream writes compact JSON (as Ollama, vLLM and llama.cpp do).
+    body = b"".join(b"data: " + orjson.dumps(c) + b"\n\n"
+                    for c in _chunks(pieces, finish, usage)) + b"data: [DONE]\n\n"
+    reads = _cut(body, cuts)
+    fast, full = _client_bytes(False, reads), _client_bytes(True, reads)
+    assert fast == full
+    assert fast == _client_bytes(False, [body])  # and independent of the cuts
+
+
+@settings(max_examples=60, deadline=None)
+@given(pieces=PIECES, cuts=CUTS)
+def test_any_upstream_encoding_gives_the_same_chunks_on_both_paths(
+        pieces: list[str], cuts: list[int]) -> None:
+    # Spaces after separators and \\u escapes: the fast path keeps the upstream's
+    # spelling, the full path re-encodes; the client decodes the same chunks.
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n"
+                    for c in _chunks(pieces, "stop", False)) + b"data: [DONE]\n\n"
+    reads = _cut(body, cuts)
+    frames = [_client_bytes(d, reads).split(b"\n\n")[:-1] for d in (False, True)]
+    fast, full = ([orjson.loads(f.removeprefix(b"data: ")) for f in fs] for fs in frames)
+    assert fast == full == _chunks(pieces, "stop", False)
