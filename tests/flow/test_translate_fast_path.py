@@ -4,7 +4,10 @@
 `decode=True` parses every chunk, runs it through the stages and re-encodes it.
 Where both apply (no tools offered, reasoning passed through), the bytes the
 client receives must not depend on which one ran, however the upstream's bytes
-were cut into reads.
+were cut into reads. With `reasoning: move` (the default) the fast path relays
+an answer that does not open with a reasoning marker as it came, while the
+stages hold back a trailing `<` that might begin `<think>`: the two agree
+byte for byte whenever the text has no `<` in it.
 """
 
 from __future__ import annotations
@@ -20,15 +23,16 @@ from hypothesis import strategies as st
 from proxy.flow.translate import ChunkOut, SseTranslator
 from proxy.transforms.response import build_pipeline
 from proxy.transforms.response.checks import SchemaCache
-from proxy.types import Plan, Profile
+from proxy.types import Plan, Profile, ReasoningPolicy
 
 BASE = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": 1755000000,
         "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
 
 
-def _translator(decode: bool) -> SseTranslator:
+def _translator(decode: bool, reasoning: ReasoningPolicy) -> SseTranslator:
     ids = (f"call_gen{i:020d}" for i in itertools.count())
-    pipeline = build_pipeline(client_tools=[], profile=Profile(model="qwen3:8b"), plan=Plan(),
+    profile = Profile(model="qwen3:8b", reasoning=reasoning)
+    pipeline = build_pipeline(client_tools=[], profile=profile, plan=Plan(),
                               parallel_tool_calls=None, schema_cache=SchemaCache(),
                               id_factory=lambda: next(ids))
     return SseTranslator(pipeline, decode=decode)
@@ -47,9 +51,10 @@ def _chunks(pieces: list[str], finish: str, usage: bool) -> list[dict[str, Any]]
     return out
 
 
-def _client_bytes(decode: bool, reads: list[bytes]) -> bytes:
+def _client_bytes(decode: bool, reads: list[bytes],
+                  reasoning: ReasoningPolicy = "pass") -> bytes:
     """What relay.py's SSE body writes for the translator's output (framing included)."""
-    translator = _translator(decode)
+    translator = _translator(decode, reasoning)
     out: list[ChunkOut] = []
     for data in reads:
         out += translator.feed(data)
@@ -80,6 +85,33 @@ def test_fast_and_full_path_write_identical_bytes(
     fast, full = _client_bytes(False, reads), _client_bytes(True, reads)
     assert fast == full
     assert fast == _client_bytes(False, [body])  # and independent of the cuts
+
+
+@settings(max_examples=100, deadline=None)
+@given(pieces=st.lists(st.text(alphabet=st.characters(blacklist_characters="<"), max_size=12),
+                       min_size=1, max_size=8),
+       finish=st.sampled_from(["stop", "length"]), usage=st.booleans(), cuts=CUTS)
+def test_with_reasoning_move_both_paths_agree_on_text_without_tags(
+        pieces: list[str], finish: str, usage: bool, cuts: list[int]) -> None:
+    body = b"".join(b"data: " + orjson.dumps(c) + b"\n\n"
+                    for c in _chunks(pieces, finish, usage)) + b"data: [DONE]\n\n"
+    reads = _cut(body, cuts)
+    fast = _client_bytes(False, reads, "move")
+    assert fast == _client_bytes(True, reads, "move")
+    assert fast == _client_bytes(False, reads, "pass")  # the sniffing changes nothing here
+
+
+def test_with_reasoning_move_a_trailing_angle_bracket_is_held_not_lost() -> None:
+    # The case that told the two apart: the stages hold "<" (it may open
+    # <think>) and hand it out with the finish; the fast path relays it at once.
+    body = b"".join(b"data: " + orjson.dumps(c) + b"\n\n"
+                    for c in _chunks(["0<"], "stop", False)) + b"data: [DONE]\n\n"
+    for decode in (False, True):
+        frames = _client_bytes(decode, [body], "move").split(b"\n\n")[:-1]
+        chunks = [orjson.loads(f.removeprefix(b"data: ")) for f in frames]
+        text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+        assert text == "0<"
+        assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
 
 
 @settings(max_examples=60, deadline=None)
