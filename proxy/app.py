@@ -18,17 +18,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from proxy.admin import admin_capabilities
+from proxy.api.admin import admin_capabilities
 from proxy.api.client_timeouts import BodyTimeoutMiddleware
+from proxy.api.passthrough import forward, list_models
 from proxy.api.responses_route import create_response, delete_response, get_response
 from proxy.api.responses_store import ResponsesStore
+from proxy.backends.upstream import Upstream, fetch_listing, make_client
 from proxy.capabilities.store import CapabilityStore
 from proxy.chat import chat_completions
 from proxy.console.recent import ConsoleState
 from proxy.console.routes import console_routes
 from proxy.errors import ApiError, error_body
-from proxy.limits import Limiter
-from proxy.metrics import CONTENT_TYPE
 from proxy.middleware import (
     ApiKeyMiddleware,
     Drain,
@@ -36,14 +36,14 @@ from proxy.middleware import (
     RequestIdMiddleware,
     bearer_allowed,
 )
+from proxy.observability.metrics import CONTENT_TYPE
 from proxy.observability.startup import log_upstream_kind, startup_line
-from proxy.passthrough import forward, list_models
+from proxy.observability.telemetry import Telemetry
 from proxy.server_tools.host import ToolHost
 from proxy.services import Services
 from proxy.settings import Settings
 from proxy.state import build_state
-from proxy.telemetry import Telemetry
-from proxy.upstream import Upstream, fetch_listing, make_client
+from proxy.state.limits import Limiter
 
 log = logging.getLogger("toolshim")
 
@@ -86,7 +86,7 @@ def from_env() -> Starlette:
 
     Uses the settings the parent resolved if present, else TOOLSHIM_* variables.
     """
-    from proxy.logs import setup_logging
+    from proxy.observability.logs import setup_logging
     from proxy.settings import load_settings
 
     raw = os.environ.get(SETTINGS_ENV)

@@ -37,30 +37,30 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 
+from proxy.api.chat_request import parse_chat_request, read_body
 from proxy.api.disconnect import unless_client_leaves
 from proxy.api.failures import answer_or_error
+from proxy.api.relay import json_response, sse_response
 from proxy.backends.adapting import MAX_QUIRK_RETRIES, AdaptingSender
 from proxy.backends.error_text import client_message
 from proxy.backends.listing import require_listed
+from proxy.backends.probe import probe_metadata
+from proxy.backends.refusals import Refusal, classify_refusal
 from proxy.backends.routing import send_chat
-from proxy.chat_request import parse_chat_request, read_body
+from proxy.backends.upstream import Upstream, forward_headers
 from proxy.console.gate import below_min_validation
 from proxy.errors import ApiError, upstream_error_body
-from proxy.exchange import Exchange, now_iso
 from proxy.flow.correct import CorrectingTurn
+from proxy.flow.exchange import Exchange, now_iso
+from proxy.flow.learning import facts_from
+from proxy.flow.retry import initial_plan, next_plan, rung_name
 from proxy.flow.run import ChatRun, Turn, UpstreamCall
 from proxy.flow.server_loop import offered_server_tools, server_tool_run
-from proxy.learning import facts_from
-from proxy.probe import probe_metadata
-from proxy.refusals import Refusal, classify_refusal
-from proxy.relay import json_response, sse_response
-from proxy.retry import initial_plan, next_plan, rung_name
+from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services, new_call_id
-from proxy.telemetry import RequestRecord
 from proxy.transforms.request import apply_request_steps
 from proxy.transforms.response import build_pipeline
 from proxy.types import ChatRequest, Observation, Plan, Profile
-from proxy.upstream import Upstream, forward_headers
 
 T = TypeVar("T")
 

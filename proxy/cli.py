@@ -45,7 +45,7 @@ def _serve(argv: list[str]) -> int:
         settings = load_settings(args)
     except SettingsError as exc:
         parser.error(str(exc))
-    from proxy.logs import setup_logging
+    from proxy.observability.logs import setup_logging
 
     setup_logging(settings.log_level, settings.log_format, _secrets(settings))
     if settings.workers > 1:
@@ -139,7 +139,7 @@ def _probe(argv: list[str]) -> int:
         settings = load_settings(args)
     except SettingsError as exc:
         parser.error(str(exc))
-    from proxy.probe import run_probe_cli
+    from proxy.backends.probe import run_probe_cli
 
     return asyncio.run(run_probe_cli(args.models, list(settings.upstreams),
                                      settings.capabilities, args.all, sys.stdout))

@@ -19,7 +19,7 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from proxy.errors import error_body
-from proxy.telemetry import RequestRecord, Telemetry
+from proxy.observability.telemetry import RequestRecord, Telemetry
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 OVERHEAD_HEADER = b"x-toolshim-overhead-ms"

@@ -18,15 +18,15 @@ from typing import Any
 from cachetools import TTLCache
 
 from proxy.backends.ollama import OllamaState
+from proxy.backends.upstream import Upstream, fetch_listing
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.recent import ConsoleState
-from proxy.limits import Limiter
+from proxy.observability.telemetry import Telemetry
 from proxy.server_tools.host import ToolHost
 from proxy.settings import Settings
 from proxy.state import MemoryState, SharedState
-from proxy.telemetry import Telemetry
+from proxy.state.limits import Limiter
 from proxy.transforms.response.checks import SchemaCache
-from proxy.upstream import Upstream, fetch_listing
 
 _ID_ALPHABET = string.ascii_letters + string.digits
 LISTING_TTL = 10.0

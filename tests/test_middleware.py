@@ -16,8 +16,8 @@ from support.fake_ollama import FakeOllama
 
 from proxy.app import create_app
 from proxy.middleware import Drain, DrainMiddleware
+from proxy.observability.telemetry import Telemetry
 from proxy.settings import Settings
-from proxy.telemetry import Telemetry
 
 MSG = [{"role": "user", "content": "hi"}]
 KEY = "tsk-live-0123456789abcdef"

@@ -14,7 +14,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from proxy.errors import ApiError
-from proxy.exchange import Exchange
+from proxy.flow.exchange import Exchange
 
 CLIENT_CLOSED = 499
 """nginx's status for a client that closed the connection before the answer."""

@@ -20,16 +20,16 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from proxy.api.chat_request import read_body
 from proxy.api.responses_events import Event, ResponseBuilder
 from proxy.api.responses_request import Translated, to_chat, validate
 from proxy.api.responses_store import ResponsesStore
 from proxy.chat import _unless_client_leaves, run_chat
-from proxy.chat_request import read_body
 from proxy.errors import ApiError
-from proxy.exchange import Exchange, call_headers
+from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.run import ChatRun
+from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services
-from proxy.telemetry import RequestRecord
 from proxy.types import JSON, ChatRequest, Chunk
 
 _DEFAULTS: JSON = {"instructions": None, "tool_choice": "auto", "parallel_tool_calls": True,

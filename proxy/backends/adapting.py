@@ -18,12 +18,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 import httpx
 import orjson
 
+from proxy.backends.quirks import EMPTY_STREAM, Quirk, is_empty_stream, quirk_for_error
 from proxy.backends.sse_frames import UsageFiller, completion_to_sse, prompt_chars
+from proxy.backends.upstream import Upstream, iter_bytes, send
 from proxy.errors import ApiError
-from proxy.quirks import EMPTY_STREAM, Quirk, is_empty_stream, quirk_for_error
 from proxy.transforms.request.backend_quirks import without_stream
 from proxy.types import ChatRequest, Observation, Profile
-from proxy.upstream import Upstream, iter_bytes, send
 
 MAX_QUIRK_RETRIES = 3
 """one per kind of quirk: stream, required tool_choice, null content."""

@@ -20,9 +20,9 @@ import httpx
 import orjson
 
 from proxy.backends.ollama_stream import IdFactory, NativeStream, native_completion
+from proxy.backends.upstream import Upstream, send, transport_error
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.errors import ApiError
-from proxy.upstream import Upstream, send, transport_error
 
 KIND_RETRY = 30.0
 """seconds before asking again an upstream that did not answer /api/version at all."""

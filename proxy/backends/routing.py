@@ -27,12 +27,12 @@ from proxy.backends.context import (
 )
 from proxy.backends.ollama import model_limits, open_native, running_window, upstream_kind
 from proxy.backends.ollama_request import to_native
+from proxy.backends.upstream import Upstream, send
 from proxy.errors import ApiError
-from proxy.exchange import Exchange
+from proxy.flow.exchange import Exchange
 from proxy.services import new_call_id
 from proxy.transforms.request.tools import select_tools, tool_name
 from proxy.types import ChatRequest, Observation, Plan, Profile
-from proxy.upstream import Upstream, send
 
 LEARN_DRIFT = 0.15
 """A chars-per-token ratio this far from the known one is worth recording."""

@@ -22,7 +22,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.resolve import learned_key, normalise_model_name
 from proxy.capabilities.schema import Capabilities
-from proxy.learning import LearnedFact, merge_fact
+from proxy.flow.learning import LearnedFact, merge_fact
 
 _PROVENANCE = ("source", "at", "evidence", "upstream")
 _LEARNED_KEY = re.compile(r"""^(learned|"learned"|'learned')[ \t]*:(?=[ \t]|\r?$)""")

@@ -29,7 +29,7 @@ from proxy.capabilities.schema import Capabilities
 from proxy.capabilities.shipped import shipped_text
 from proxy.capabilities.splice import splice_checked
 from proxy.capabilities.write import StatKey, rewrite_file, stat_key
-from proxy.learning import LearnedFact, fact_is_news
+from proxy.flow.learning import LearnedFact, fact_is_news
 from proxy.types import Profile
 
 MAX_LEARNED = 5000

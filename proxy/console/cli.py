@@ -13,7 +13,7 @@ from typing import IO, Any
 import httpx
 
 from proxy.console.validate import BATTERY, record_validation, run_battery
-from proxy.exchange import now_iso
+from proxy.flow.exchange import now_iso
 from proxy.settings import Settings
 
 

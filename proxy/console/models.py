@@ -6,7 +6,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from proxy.admin import known_models
+from proxy.api.admin import known_models
 from proxy.capabilities.schema import is_glob
 from proxy.console.gate import find_learned
 from proxy.services import LISTING_TTL, Services

@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 from starlette.requests import Request
 
 from proxy.console.tap import Capture, Tap
+from proxy.observability.telemetry import RequestRecord
 from proxy.settings import redact_url
-from proxy.telemetry import RequestRecord
 from proxy.types import Observation
 
 _OVERHEAD_SAMPLES = 256

@@ -17,14 +17,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from proxy.chat_request import read_body
+from proxy.api.chat_request import read_body
 from proxy.console.models import describe_models
 from proxy.console.recent import CAPTURE_HEADER
 from proxy.console.samples import SAMPLE_TOOLS
 from proxy.console.validate import record_validation, run_battery
 from proxy.console.yaml_edit import EditError, forget_text, promote_text
 from proxy.errors import ApiError
-from proxy.exchange import now_iso
+from proxy.flow.exchange import now_iso
 from proxy.services import Services
 
 STATIC = Path(__file__).parent / "static"

@@ -21,7 +21,7 @@ from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.gate import find_learned
 from proxy.console.samples import SAMPLE_TOOLS
-from proxy.learning import LearnedFact
+from proxy.flow.learning import LearnedFact
 
 Send = Callable[[dict[str, Any]], Awaitable[tuple[int, dict[str, str], Any]]]
 """posts a chat body to the proxy: (status, response headers, decoded JSON body)."""

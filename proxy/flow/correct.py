@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from proxy.errors import ApiError
-from proxy.exchange import Exchange
+from proxy.flow.exchange import Exchange
 from proxy.flow.run import Turn
 from proxy.flow.translate import ChunkOut
 from proxy.formats.base import tool_schemas

@@ -22,15 +22,15 @@ import anyio
 import httpx
 import orjson
 
+from proxy.backends.upstream import Upstream, iter_bytes
 from proxy.console.tap import Tap
 from proxy.errors import ApiError
-from proxy.exchange import Exchange, toolshim_headers
+from proxy.flow.exchange import Exchange, toolshim_headers
 from proxy.flow.translate import ChunkOut, CompletionTranslator, SseTranslator, Translator
-from proxy.limits import Limiter
+from proxy.state.limits import Limiter
 from proxy.transforms.response import ResponsePipeline
 from proxy.transforms.response.assembly import CallCounts
 from proxy.types import Chunk
-from proxy.upstream import Upstream, iter_bytes
 
 
 class UpstreamCall:

@@ -22,7 +22,8 @@ from typing import Any
 
 import orjson
 
-from proxy.exchange import Exchange
+from proxy.backends.upstream import Upstream
+from proxy.flow.exchange import Exchange
 from proxy.flow.run import ChatRun, Turn
 from proxy.flow.translate import ChunkOut
 from proxy.server_tools.host import ToolHost
@@ -30,7 +31,6 @@ from proxy.server_tools.loop import LoopGuard, next_messages, put_back, set_asid
 from proxy.server_tools.runner import ToolOutcome
 from proxy.transforms.response import ResponsePipeline
 from proxy.types import ChatRequest, Chunk, Profile
-from proxy.upstream import Upstream
 
 OpenTurn = Callable[[Exchange, ChatRequest, Profile, Upstream], Awaitable[Turn]]
 KEEPALIVE = b": keep-alive"

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import orjson
 
+from proxy.backends.upstream import Upstream
 from proxy.capabilities.schema import Capabilities
 from proxy.settings import Settings, redact_url
-from proxy.upstream import Upstream
 
 _ASK_TIMEOUT = 1.0
 

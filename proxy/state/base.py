@@ -8,7 +8,7 @@ from typing import Literal, Protocol
 
 from prometheus_client import CollectorRegistry
 
-from proxy.learning import LearnedFact
+from proxy.flow.learning import LearnedFact
 
 StateStatus = Literal["off", "ok", "degraded"]
 

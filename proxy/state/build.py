@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from proxy.limits import Limiter
 from proxy.settings import Settings
 from proxy.state.base import MemoryState, SharedState
+from proxy.state.limits import Limiter
 from proxy.state.redis_state import FactSink, RedisState, connect
 from proxy.state.semaphore import SharedLimiter
 

@@ -14,7 +14,7 @@ import orjson
 from pydantic import ValidationError
 
 from proxy.capabilities.schema import LearnedEntry
-from proxy.learning import FactSource, LearnedFact, merge_fact
+from proxy.flow.learning import FactSource, LearnedFact, merge_fact
 from proxy.settings import redact_url
 
 SCHEMA_VERSION = 1

@@ -37,7 +37,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from proxy.capabilities.resolve import normalise_model_name
-from proxy.learning import LearnedFact, fact_is_news
+from proxy.flow.learning import LearnedFact, fact_is_news
 from proxy.state.base import StateStatus
 from proxy.state.codec import Malformed, SharedFact, decode, encode, field_key
 

@@ -18,8 +18,8 @@ import asyncio
 import secrets
 from collections import deque
 
-from proxy.limits import Limiter
 from proxy.settings import redact_url
+from proxy.state.limits import Limiter
 from proxy.state.redis_state import FAILURES, OP_TIMEOUT, RedisState
 
 PERMIT_TTL_MS = 15_000

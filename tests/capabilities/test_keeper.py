@@ -12,7 +12,7 @@ import pytest
 
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.store import CapabilityStore
-from proxy.learning import LearnedFact
+from proxy.flow.learning import LearnedFact
 
 BASE = "# mine\nversion: 1\nmodels:\n  \"qwen3*\":\n    max_tools: 10\n"
 

@@ -22,7 +22,7 @@ from proxy.capabilities.schema import Capabilities
 from proxy.capabilities.shipped import shipped_text
 from proxy.capabilities.splice import splice_learned
 from proxy.capabilities.store import CapabilityStore
-from proxy.learning import LearnedFact
+from proxy.flow.learning import LearnedFact
 
 AT = "2026-11-22T10:00:00Z"
 BASE = """\

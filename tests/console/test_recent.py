@@ -6,7 +6,7 @@ from starlette.requests import Request
 
 from proxy.console.recent import CAPTURE_HEADER, ConsoleState
 from proxy.console.tap import Capture, Tap
-from proxy.telemetry import RequestRecord
+from proxy.observability.telemetry import RequestRecord
 from proxy.types import Observation
 
 

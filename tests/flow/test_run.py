@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import httpx
 
+from proxy.backends.upstream import Upstream
 from proxy.flow.run import UpstreamCall
-from proxy.limits import Limiter
-from proxy.upstream import Upstream
+from proxy.state.limits import Limiter
 
 
 async def test_an_upstream_call_holds_one_slot_and_closes_once() -> None:

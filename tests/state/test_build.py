@@ -9,10 +9,10 @@ import pytest
 from pydantic import ValidationError
 
 from proxy.cli import _secrets
-from proxy.learning import LearnedFact
-from proxy.limits import Limiter
+from proxy.flow.learning import LearnedFact
 from proxy.settings import ENV_NAMES, Settings, SettingsError, load_settings
 from proxy.state import MemoryState, build_state
+from proxy.state.limits import Limiter
 from proxy.state.redis_state import RedisState
 from proxy.state.semaphore import SharedLimiter
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.learning import LearnedFact
+from proxy.flow.learning import LearnedFact
 from proxy.state.codec import SCHEMA_VERSION, Malformed, decode, encode, field_key
 
 facts = st.builds(

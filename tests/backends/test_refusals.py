@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.refusals import Refusal, classify_refusal
+from proxy.backends.refusals import Refusal, classify_refusal
 
 OLLAMA_V1 = (
     b'{"error":{"message":"registry.ollama.ai/library/gemma3:4b does not support tools",'

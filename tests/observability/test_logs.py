@@ -14,9 +14,9 @@ from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.servers import serve
 
 from proxy.app import create_app
-from proxy.logs import MASK, JsonFormatter, TextFormatter, setup_logging
+from proxy.observability.logs import MASK, JsonFormatter, TextFormatter, setup_logging
+from proxy.observability.telemetry import RequestRecord, Telemetry
 from proxy.settings import Settings, redact_url
-from proxy.telemetry import RequestRecord, Telemetry
 
 KEY = "tsk-live-0123456789abcdef"
 UPSTREAM_KEY = "upstream-secret-987654321"

@@ -18,15 +18,10 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from proxy.api.chat_request import read_body
 from proxy.api.failures import CLIENT_CLOSED, answer_or_error, error_reply
 from proxy.api.paths import passthrough_path
-from proxy.chat_request import read_body
-from proxy.console.gate import validation_of
-from proxy.errors import ApiError
-from proxy.exchange import Exchange
-from proxy.services import Services
-from proxy.telemetry import RequestRecord
-from proxy.upstream import (
+from proxy.backends.upstream import (
     Upstream,
     fetch_listing,
     forward_headers,
@@ -34,6 +29,11 @@ from proxy.upstream import (
     passthrough_response_headers,
     send,
 )
+from proxy.console.gate import validation_of
+from proxy.errors import ApiError
+from proxy.flow.exchange import Exchange
+from proxy.observability.telemetry import RequestRecord
+from proxy.services import Services
 
 
 async def list_models(request: Request) -> Response:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.refusals import Refusal
-from proxy.retry import MAX_RETRIES, initial_plan, next_plan, rung_name
+from proxy.backends.refusals import Refusal
+from proxy.flow.retry import MAX_RETRIES, initial_plan, next_plan, rung_name
 from proxy.types import Fallback, Plan, Profile, ToolMode
 
 TOOLS = Refusal("tools", "ollama", "m does not support tools")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.learning import LearnedFact, fact_is_news, facts_from, merge_fact
+from proxy.flow.learning import LearnedFact, fact_is_news, facts_from, merge_fact
 from proxy.types import Observation
 
 AT = "2026-11-22T10:00:00Z"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from proxy.metrics import LiveState, Metrics, reason_label
+from proxy.observability.metrics import LiveState, Metrics, reason_label
 from proxy.settings import redact_url
 from proxy.types import Observation
 

@@ -5,7 +5,7 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.quirks import EMPTY_STREAM, first_line, is_empty_stream, quirk_for_error
+from proxy.backends.quirks import EMPTY_STREAM, first_line, is_empty_stream, quirk_for_error
 from proxy.types import Profile
 
 TOOLS: Any = [{"type": "function", "function": {"name": "get_weather"}}]

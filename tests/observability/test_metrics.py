@@ -17,9 +17,9 @@ from support.capfile import replace_text
 from support.fake_ollama import FakeOllama, Reply, tool_call
 
 from proxy.app import create_app
-from proxy.metrics import OTHER, BoundedLabels, reason_label
+from proxy.observability.metrics import OTHER, BoundedLabels, reason_label
+from proxy.observability.telemetry import RequestRecord, Telemetry
 from proxy.settings import Settings
-from proxy.telemetry import RequestRecord, Telemetry
 from proxy.types import Observation
 
 MSG = [{"role": "user", "content": "hi"}]

@@ -21,7 +21,7 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from proxy.errors import ApiError, error_body
-from proxy.exchange import call_headers
+from proxy.flow.exchange import call_headers
 from proxy.flow.run import ChatRun
 from proxy.sse import DONE_FRAME
 from proxy.transforms.response.completion import chunks_to_completion

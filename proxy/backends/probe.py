@@ -15,10 +15,10 @@ from typing import Any, TextIO
 import httpx
 import orjson
 
+from proxy.backends.probe_failures import EXIT_OK, diagnose, diagnose_listing
+from proxy.backends.refusals import classify_refusal
 from proxy.capabilities.store import CapabilityStore
-from proxy.learning import facts_from
-from proxy.probe_failures import EXIT_OK, diagnose, diagnose_listing
-from proxy.refusals import classify_refusal
+from proxy.flow.learning import facts_from
 from proxy.types import JSON, Observation
 
 _PROBE_TOOL: JSON = {

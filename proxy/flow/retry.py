@@ -9,7 +9,7 @@ goes strictly down the ladder native -> native without tool_choice -> fallback
 
 from __future__ import annotations
 
-from proxy.refusals import Refusal
+from proxy.backends.refusals import Refusal
 from proxy.types import Plan, Profile
 
 MAX_RETRIES = 2

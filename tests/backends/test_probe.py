@@ -10,8 +10,7 @@ import orjson
 import pytest
 import respx
 
-from proxy.capabilities.load import parse_capabilities
-from proxy.probe import (
+from proxy.backends.probe import (
     list_models,
     probe_metadata,
     probe_model,
@@ -19,6 +18,7 @@ from proxy.probe import (
     run_probe_cli,
     server_root,
 )
+from proxy.capabilities.load import parse_capabilities
 from proxy.types import Observation
 
 ROOT = "http://ollama.test:11434"

@@ -15,9 +15,9 @@ from starlette.requests import Request
 
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.tap import Tap
-from proxy.learning import facts_from
+from proxy.flow.learning import facts_from
+from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services
-from proxy.telemetry import RequestRecord
 from proxy.types import Observation
 
 

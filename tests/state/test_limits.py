@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.errors import ApiError
-from proxy.limits import Limiter
+from proxy.state.limits import Limiter
 
 KEY = "http://up"
 
