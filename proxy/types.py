@@ -151,3 +151,13 @@ class Stage(Protocol):
     def feed(self, chunk: Chunk) -> list[Chunk]: ...
 
     def flush(self) -> list[Chunk]: ...
+
+    def plain_ok(self, text: str) -> bool:
+        """Would `feed` pass a chunk whose only delta is `{"content": text}` on unchanged,
+        holding nothing? Pure: asking changes no state."""
+        ...
+
+    def take_plain(self, chunk: Chunk, text: str) -> None:
+        """Note such a chunk as `feed` would, without building any output (after
+        `plain_ok` said yes for every stage): the translator relays its bytes."""
+        ...

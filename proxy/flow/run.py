@@ -78,7 +78,7 @@ class Turn:
 
     def _translator(self, response: httpx.Response) -> Translator:
         if "event-stream" in response.headers.get("content-type", ""):
-            return SseTranslator(self.pipeline, decode=self.decode)
+            return SseTranslator(self.pipeline, decode=self.decode, plain=True)
         # A non-stream answer, or a backend that ignored stream=true: the same chunks.
         return CompletionTranslator(self.pipeline)
 

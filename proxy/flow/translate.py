@@ -87,12 +87,20 @@ class SseTranslator(_Ending):
     start, any other content releases the held events as they came and the
     rest of the stream stays on the fast path. A `<think>` further into a
     plain answer is then left in content (that is what `pass` does).
+
+    `plain=True` shortens the decoding path too (tools offered, or after the
+    switch): a chunk whose only delta is content is decoded and shown to the
+    stages (`pipeline.passes_plain`); when none of them would change it (no
+    marker, fence, line-start brace or tag in it, nothing held), they note
+    it and its bytes go out as they came, neither rebuilt nor re-encoded.
+    Anything else goes through the stages as before.
     """
 
-    def __init__(self, pipeline: ResponsePipeline, *, decode: bool,
+    def __init__(self, pipeline: ResponsePipeline, *, decode: bool, plain: bool = False,
                  max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         super().__init__(pipeline)
         self.decode = decode
+        self.plain = plain
         self.max_event_bytes = max_event_bytes
         self.saw_finish = False
         self._decoder = SseDecoder()
@@ -181,6 +189,10 @@ class SseTranslator(_Ending):
             chunk = None
         if not isinstance(chunk, dict):
             return self.fail(invalid("upstream sent data that is not a JSON chunk"))
+        if self.plain and _relay_as_is(data):  # so no "error" key either
+            text = _plain_content(chunk)
+            if text is not None and self.pipeline.passes_plain(chunk, text):
+                return [data]
         if "error" in chunk:
             return self.fail(_backend_error(chunk["error"]))
         problem = chunk_problem(chunk)
@@ -236,7 +248,7 @@ def _relay_as_is(data: bytes) -> bool:
     object and closes like one is relayed unread.
     """
     return (data[:2] == b'{"' and data[-1:] == b"}" and b'"tool_calls"' not in data
-            and b'"error"' not in data)
+            and b'"error"' not in data and b"\n" not in data)  # one `data:` line out
 
 
 _MAX_SNIFFED = 8
@@ -266,6 +278,25 @@ def _starts_reasoning(data: bytes) -> bool | None:
     if not stripped:
         return None
     return any(m.startswith(stripped[:len(m)]) for m in (THINK_OPEN, THINK_CLOSE))
+
+
+def _plain_content(chunk: dict[str, Any]) -> str | None:
+    """The text of a chunk that is choice 0's content and nothing else, or None.
+
+    Checks every type it relies on: a chunk it accepts needs no `chunk_problem`.
+    """
+    choices = chunk.get("choices")
+    if type(choices) is not list or len(choices) != 1 or chunk.get("usage") is not None:
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("index", 0) != 0 \
+            or choice.get("finish_reason") is not None:
+        return None
+    delta = choice.get("delta")
+    if type(delta) is not dict or len(delta) != 1:
+        return None
+    text = delta.get("content")
+    return text if type(text) is str else None
 
 
 def chunk_problem(chunk: dict[str, Any]) -> str | None:

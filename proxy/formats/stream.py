@@ -49,6 +49,7 @@ class StreamRecovery:
         self._order, self._markers = _formats_and_markers(preferred, tuple(FORMATS.values()))
         self._keep = keep_reasoning
         self._marker_set = marker_set(self._markers)
+        self._quiet = _needed_chars(self._markers)
         self._buf = ""
         self._line = ""  # prose sent since the last newline: context for the parsers
         self._holding = False
@@ -65,6 +66,30 @@ class StreamRecovery:
     def feed(self, delta: str) -> list[Item]:
         self._buf += delta
         return self._pump(resolve="\n" in delta)
+
+    def plain_ok(self, text: str) -> bool:
+        """Whether `feed(text)` would send text on whole as prose and hold nothing.
+
+        The same search `feed` runs (`_next_start`), without its effects: nothing
+        held or pending, and no block, marker, fence or partial of one in text.
+        """
+        if self._buf or self._holding or self._in_think or self._fence is not None \
+                or self._undecided:
+            return False
+        if not (self._at_start and not self._line) and self._quiet.search(text) is None:
+            # No character a marker, a line-start block or a fence needs: only a
+            # marker's beginning at the very end is left to rule out.
+            return self._marker_set.partial_suffix(text) == 0
+        self._buf = text
+        try:
+            start, _ = self._next_start()
+        finally:
+            self._buf = ""
+        return start == len(text)
+
+    def take_plain(self, text: str) -> None:
+        """`feed(text)` after `plain_ok(text)`: the prose is noted, nothing is built."""
+        self._text(text)
 
     def flush(self) -> list[Item]:
         out: list[Item] = []
@@ -296,6 +321,16 @@ def _formats_and_markers(
     order = tuple(format_order(preferred))
     markers = {m for fmt in order for m in fmt.markers if m not in GENERIC_MARKERS}
     return order, tuple(sorted(markers | {THINK_OPEN}, key=len, reverse=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _needed_chars(markers: tuple[str, ...]) -> re.Pattern[str]:
+    """A character class that text must hit for `_next_start` to find a block in it:
+    per marker one character it cannot do without (its first that is not a letter
+    or digit: `[` of `functools[`), and what line-start blocks and fences begin with.
+    Text that misses it can only end in a marker's beginning (`partial_suffix`)."""
+    needed = {next((c for c in m if not c.isalnum()), m[0]) for m in markers}
+    return re.compile("[" + re.escape("".join(sorted(needed | set("{[`~")))) + "]")
 
 
 def _partial_fence(text: str) -> re.Match[str] | None:

@@ -118,6 +118,13 @@ class CallAssembly:
             out.extend(self._finish(chunk, {**first, "delta": {}}, skip_others=others_sent))
         return out
 
+    def plain_ok(self, text: str) -> bool:
+        return True  # content never waits here
+
+    def take_plain(self, chunk: Chunk, text: str) -> None:
+        if not self._finished:
+            self._last = chunk
+
     def flush(self) -> list[Chunk]:
         if self._finished or self._last is None:
             return []

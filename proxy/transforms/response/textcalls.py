@@ -66,6 +66,14 @@ class TextCallRecovery:
             return [replace_choice(chunk, index, {**choice, "delta": rest}), *pieces]
         return pieces
 
+    def plain_ok(self, text: str) -> bool:
+        return self._done or self._parser.plain_ok(text)
+
+    def take_plain(self, chunk: Chunk, text: str) -> None:
+        if not self._done:
+            self._last = chunk
+            self._parser.take_plain(text)
+
     def flush(self) -> list[Chunk]:
         if self._done or self._last is None:
             return []

@@ -120,6 +120,19 @@ class ThinkingSplit:
             return []
         return [replace_choice(chunk, index, {**choice, "delta": new_delta})]
 
+    def plain_ok(self, text: str) -> bool:
+        # Both tags start with "<": text without one, outside reasoning and with
+        # nothing held, is content as it stands (what `_Splitter.push` finds).
+        split = self._split
+        return self._policy == "pass" or (not split.inside and not split.held
+                                          and "<" not in text)
+
+    def take_plain(self, chunk: Chunk, text: str) -> None:
+        if self._policy != "pass":
+            self._last = chunk
+            if text.strip():
+                self._split.fresh = False
+
     def flush(self) -> list[Chunk]:
         content, reasoning = self._split.end()
         if self._last is None or not (content or reasoning):

@@ -1,0 +1,146 @@
+"""With tools offered, plain content chunks skip the stages' rebuilding, not their view.
+
+`SseTranslator(plain=True)` decodes every chunk, but a chunk whose only delta
+is content that no stage would change (no marker, fence, line-start brace or
+reasoning tag in it, nothing held) goes out as the upstream's bytes, the
+stages having noted it. The client must receive exactly what the full path
+(`plain=False`) writes, whatever the text and however it is cut: the recovered
+calls, the prose, the reasoning and the finish.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxy.flow.translate import ChunkOut, SseTranslator
+from proxy.transforms.response import build_pipeline
+from proxy.transforms.response.checks import SchemaCache
+from proxy.types import Plan, Profile, ReasoningPolicy
+
+DATA = Path(__file__).parent.parent / "formats" / "data"
+TOOLS = json.loads((DATA / "tools.json").read_text())
+SAMPLES = [json.loads(line) for name in ("textcalls-sample.jsonl", "textcalls-extra.jsonl")
+           for line in (DATA / name).read_text().splitlines() if line.strip()]
+BASE = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": 1755000000,
+        "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
+
+
+def _tools() -> list[dict[str, Any]]:
+    items = TOOLS if isinstance(TOOLS, list) else list(TOOLS.values())
+    return [t if "function" in t else {"type": "function", "function": t} for t in items]
+
+
+def _translator(plain: bool, reasoning: ReasoningPolicy, tool_format: str | None,
+                plan: Plan) -> SseTranslator:
+    ids = (f"call_gen{i:020d}" for i in itertools.count())
+    profile = Profile(model="qwen3:8b", reasoning=reasoning, tool_format=tool_format)
+    pipeline = build_pipeline(client_tools=_tools(), profile=profile, plan=plan,
+                              parallel_tool_calls=None, schema_cache=SchemaCache(),
+                              id_factory=lambda: next(ids))
+    return SseTranslator(pipeline, decode=True, plain=plain)
+
+
+def _stream(pieces: list[str], finish: str) -> bytes:
+    deltas = [{"role": "assistant", "content": p} if i == 0 else {"content": p}
+              for i, p in enumerate(pieces)]
+    chunks = [{**BASE, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+              for d in deltas]
+    chunks.append({**BASE, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    return b"".join(b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+def _client_bytes(translator: SseTranslator, body: bytes, cuts: list[int]) -> bytes:
+    points = sorted({min(c, len(body)) for c in cuts})
+    out: list[ChunkOut] = []
+    for a, b in zip([0, *points], [*points, len(body)]):
+        if b > a:
+            out += translator.feed(body[a:b])
+    out += translator.end()
+    assert translator.failure is None
+    return b"".join(b"data: " + (c if isinstance(c, bytes) else orjson.dumps(c)) + b"\n\n"
+                    for c in out)
+
+
+def _split(text: str, cuts: list[int]) -> list[str]:
+    points = sorted({c % (len(text) + 1) for c in cuts})
+    return [text[a:b] for a, b in zip([0, *points], [*points, len(text)]) if b > a] or [""]
+
+
+# Prose with everything that can start (or look like the start of) a call.
+TRIGGERS = ["<tool_call>", "</tool_call>", "<think>", "</think>", "[TOOL_CALLS]", "```json\n",
+            "```\n", "{", "}", "[", "]", "\n", "  ", '"name": ', '"arguments": ',
+            '{"name": "get_weather", "arguments": {"city": "Oslo"}}', "get_weather(",
+            "<|python_start|>", "<function=", "<", "`", "~~~", "all\n", "functools"]
+PROSE = st.lists(st.one_of(st.sampled_from(TRIGGERS), st.text(max_size=8)), max_size=14) \
+    .map("".join)
+TEXT = st.one_of(PROSE, st.sampled_from([s["content"] for s in SAMPLES]),
+                 st.tuples(PROSE, st.sampled_from([s["content"] for s in SAMPLES]), PROSE)
+                 .map("".join))
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=TEXT, pieces=st.lists(st.integers(min_value=0, max_value=10_000), max_size=24),
+       cuts=st.lists(st.integers(min_value=0, max_value=5_000), max_size=8),
+       reasoning=st.sampled_from(["pass", "move", "strip"]),
+       tool_format=st.sampled_from([None, "hermes", "mistral", "pythonic", "json_block"]),
+       plan=st.sampled_from([Plan(), Plan(tools="emulate")]),
+       finish=st.sampled_from(["stop", "length", "tool_calls"]))
+def test_plain_path_writes_what_the_full_path_writes(
+        text: str, pieces: list[int], cuts: list[int], reasoning: ReasoningPolicy,
+        tool_format: str | None, plan: Plan, finish: str) -> None:
+    body = _stream(_split(text, pieces), finish)
+    plain = _client_bytes(_translator(True, reasoning, tool_format, plan), body, cuts)
+    full = _client_bytes(_translator(False, reasoning, tool_format, plan), body, cuts)
+    assert plain == full
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s["id"] for s in SAMPLES])
+def test_every_sample_streamed_in_small_pieces_is_the_same_on_both_paths(
+        sample: dict[str, Any]) -> None:
+    body = _stream(["Sure. ", *_split(sample["content"], list(range(0, 4000, 3)))], "stop")
+    for fmt in (None, sample["format"]):
+        plain = _client_bytes(_translator(True, "move", fmt, Plan()), body, [])
+        full = _client_bytes(_translator(False, "move", fmt, Plan()), body, [])
+        assert plain == full
+
+
+def test_plain_prose_goes_out_as_the_upstreams_bytes() -> None:
+    # json.dumps spelling (spaces after separators) shows which chunks were relayed.
+    words = ["Here", " is", " the", " forecast", ": sunny", ", then", " rain", ".\n", "Done", "."]
+    chunks = [{**BASE, "choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]}
+              for w in words]
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    body += b"data: " + orjson.dumps({**BASE, "choices": [
+        {"index": 0, "delta": {}, "finish_reason": "stop"}]}) + b"\n\n" + b"data: [DONE]\n\n"
+    translator = _translator(True, "move", None, Plan())
+    out = translator.feed(body) + translator.end()
+    relayed = [c for c in out if isinstance(c, bytes)]
+    # No word can start a call (no role on these deltas): each is relayed as sent.
+    assert [orjson.loads(c)["choices"][0]["delta"]["content"] for c in relayed] == words
+    assert all(b'"choices": [' in c for c in relayed)
+    assert orjson.loads(orjson.dumps(out[-1]))["choices"][0]["finish_reason"] == "stop"
+
+
+def test_a_call_after_relayed_prose_is_still_recovered() -> None:
+    pieces = ["I will", " check", ".\n", "<tool_call>", '\n{"name": "get_weather", ',
+              '"arguments": {"city": "Oslo"}}\n', "</tool_call>"]
+    translator = _translator(True, "move", "hermes", Plan())
+    out = translator.feed(_stream(pieces, "stop")) + translator.end()
+    decoded = [orjson.loads(c) if isinstance(c, bytes) else c for c in out]
+    calls = [tc for c in decoded for ch in c["choices"]
+             for tc in (ch.get("delta") or {}).get("tool_calls") or []]
+    text = "".join((ch.get("delta") or {}).get("content") or ""
+                   for c in decoded for ch in c["choices"])
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls] \
+        == [("get_weather", {"city": "Oslo"})]
+    assert text.strip() == "I will check."
+    assert decoded[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    assert any(isinstance(c, bytes) for c in out)  # " check" went out as sent
