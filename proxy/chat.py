@@ -131,7 +131,7 @@ async def open_turn(ex: Exchange, chat: ChatRequest, profile: Profile,
             await call.aclose()
         raise
     return Turn(call, pipeline, decode=not (ex.record.stream and _trivial(chat, profile)),
-                tap=ex.tap)
+                tap=ex.tap, usage=chat if _wants_usage(chat) else None)
 
 
 def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
@@ -141,6 +141,13 @@ def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
         log.debug("prompt", extra={"record": {
             "request_id": ex.record.request_id, "model": chat["model"],
             "messages": chat["messages"], "tools": chat.get("tools") or []}})
+
+
+def _wants_usage(chat: ChatRequest) -> bool:
+    """A stream whose client asked for the usage chunk (made when the backend sends none)."""
+    options = chat.get("stream_options")
+    return bool(chat.get("stream")) and isinstance(options, dict) \
+        and bool(options.get("include_usage"))
 
 
 def _trivial(chat: ChatRequest, profile: Profile) -> bool:

@@ -4,8 +4,8 @@ The I/O half of quirks.py, at the upstream edge: the response handed on is
 always what a well-behaved OpenAI backend would have sent. A request the
 profile says must not stream with tools is sent whole and its answer turned
 into the event stream (sse_frames.py); a streamed request with tools that gets
-an empty 200 stream is resent whole at once; a stream lacking the usage chunk
-the client asked for gets one. On a 5xx, `retry_after` says whether a rewrite
+an empty 200 stream is resent whole at once (a stream lacking the usage chunk
+the client asked for gets one from the translator: sse_frames.UsageCounter). On a 5xx, `retry_after` says whether a rewrite
 (quirks.quirk_for_error) is worth one more attempt. What worked is reported as
 observations by `confirmed`, so learning.py records it under `learned:`.
 """
@@ -19,7 +19,7 @@ import httpx
 import orjson
 
 from proxy.backends.quirks import EMPTY_STREAM, Quirk, is_empty_stream, quirk_for_error
-from proxy.backends.sse_frames import UsageFiller, completion_to_sse, prompt_chars
+from proxy.backends.sse_frames import completion_to_sse
 from proxy.backends.upstream import Upstream, iter_bytes, send
 from proxy.errors import ApiError
 from proxy.transforms.request.backend_quirks import without_stream
@@ -62,7 +62,7 @@ class AdaptingSender:
         if self._stream and not body.get("stream"):
             return await _as_stream(response, self._usage)
         tools = bool(body.get("tools"))
-        if not body.get("stream") or response.status_code >= 400 or not (tools or self._usage) \
+        if not body.get("stream") or response.status_code >= 400 or not tools \
                 or "event-stream" not in response.headers.get("content-type", ""):
             return response  # nothing to watch: the bytes go to the relay untouched
         pieces = aiter(iter_bytes(response, upstream.root))
@@ -72,8 +72,7 @@ class AdaptingSender:
             self._learn(EMPTY_STREAM)
             retry = await _post_again(post, without_stream(body))
             return await _as_stream(retry, self._usage)
-        filler = UsageFiller(prompt_chars(body)) if self._usage else None
-        return _rewrap(response, _replay(first or b"", pieces, filler))
+        return _rewrap(response, _replay(first or b"", pieces))
 
     def retry_after(self, status: int, raw: bytes, sent: ChatRequest) -> bool:
         """Whether a rewrite may cure this error answer; the profile then has it on."""
@@ -153,19 +152,8 @@ def _unread(original: httpx.Response, body: bytes, content_type: str) -> httpx.R
                           stream=httpx.ByteStream(body), request=original.request)
 
 
-async def _replay(first: bytes, pieces: AsyncIterator[bytes],
-                  filler: UsageFiller | None) -> AsyncIterator[bytes]:
-    async for piece in _chained(first, pieces):
-        out = filler.feed(piece) if filler is not None else piece
-        if out:
-            yield out
-    if filler is not None:
-        tail = filler.end()
-        if tail:
-            yield tail
-
-
-async def _chained(first: bytes, pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+async def _replay(first: bytes, pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The first bytes (already read), then the rest."""
     if first:
         yield first
     async for piece in pieces:

@@ -3,9 +3,10 @@
 Two jobs at the upstream edge, so nothing after it knows the backend differs:
 `completion_to_sse` turns a whole chat.completion into the event stream of the
 same answer (content first, then each call whole, then the finish chunk, usage
-when the client asked for it, `[DONE]`); `UsageFiller` passes a real stream
-through and, when the client asked for `stream_options.include_usage` and the
-backend sent no usage chunk, adds one before `[DONE]`, counted.
+when the client asked for it, `[DONE]`); `UsageCounter` watches a real stream
+(from the translator) and, when the client asked for
+`stream_options.include_usage` and the backend sent no usage chunk, makes one
+to add before `[DONE]`, counted.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from proxy.sse import DONE_FRAME, SseDecoder, SseEvent, encode_data
+from proxy.sse import DONE_FRAME, encode_data
 from proxy.types import JSON, Chunk
 
 CHARS_PER_TOKEN = 4
@@ -62,43 +63,37 @@ def estimate_tokens(text_chars: int) -> int:
     return max(1, -(-text_chars // CHARS_PER_TOKEN))
 
 
-class UsageFiller:
-    """feed(bytes) -> bytes, end() -> bytes: a stream plus the usage chunk it lacked.
+class UsageCounter:
+    """Watches a stream for the usage chunk the client asked for; makes one if none came.
 
+    `observe(data)` sees each event's data as it arrives (the translator calls
+    it, so the stream is not decoded twice); `missing()` at the end
+    gives the chunk to add before `[DONE]`, or None when the backend sent one.
     Completion tokens are counted as the chunks that carried text or call
     arguments (llama.cpp-style servers send one token a chunk); the prompt is
-    estimated from its size. Events are re-framed as `data:` lines; comments
-    (keep-alive pings) are dropped.
+    estimated from its size.
+
+    Most backends do send usage, so watching costs little: an event is decoded
+    only when its bytes do not already say that it carries text (compact
+    `"content":"x…`) or when it may hold usage, and the last chunk is kept as
+    bytes, decoded only if the usage chunk has to be made.
     """
 
-    def __init__(self, prompt_chars: int) -> None:
-        self._decoder = SseDecoder()
-        self._prompt_tokens = estimate_tokens(prompt_chars)
+    def __init__(self, request: JSON) -> None:
+        self._request = request
+        """what the model read; sized only if the usage chunk has to be made."""
         self._generated = 0
         self._saw_usage = False
-        self._last: JSON | None = None
-        self._done = False
+        self._last: bytes | None = None
+        """the last event that looked like a chunk, undecoded."""
 
-    def feed(self, piece: bytes) -> bytes:
-        return b"".join(self._event(e) for e in self._decoder.feed(piece))
-
-    def end(self) -> bytes:
-        """End of the upstream bytes: what the decoder held, and usage if none came."""
-        tail = b"".join(self._event(e) for e in self._decoder.flush())
-        if self._done:
-            return tail
-        return tail + self._usage_frame()
-
-    def _event(self, event: SseEvent) -> bytes:
-        if self._done:
-            return b""
-        if event.is_done:
-            self._done = True
-            return self._usage_frame() + DONE_FRAME
-        self._observe(event.data)
-        return encode_data(event.data)
-
-    def _observe(self, data: bytes) -> None:
+    def observe(self, data: bytes) -> None:
+        if b'"usage"' not in data and b'":""' not in data and b'"choices"' in data \
+                and any(key in data for key in _TEXT_KEYS):
+            # A chunk with a non-empty text field and no usage: nothing to decode.
+            self._last = data
+            self._generated += 1
+            return
         try:
             chunk = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -108,17 +103,29 @@ class UsageFiller:
         if chunk.get("usage"):
             self._saw_usage = True
         if isinstance(chunk.get("choices"), list):
-            self._last = chunk
+            self._last = data
             self._generated += any(_generates(c) for c in chunk["choices"])
 
-    def _usage_frame(self) -> bytes:
+    def missing(self) -> Chunk | None:
+        """The usage chunk the stream lacked (once), shaped like its last chunk."""
         if self._saw_usage or self._last is None:
-            return b""
+            return None
         self._saw_usage = True
-        top = {k: v for k, v in self._last.items() if k not in ("choices", "usage")}
-        usage = {"prompt_tokens": self._prompt_tokens, "completion_tokens": self._generated,
-                 "total_tokens": self._prompt_tokens + self._generated}
-        return encode_data(orjson.dumps({**top, "choices": [], "usage": usage}))
+        try:
+            last = orjson.loads(self._last)
+        except orjson.JSONDecodeError:
+            return None  # the stream's last "chunk" was not one: no template for usage
+        if not isinstance(last, dict):
+            return None
+        top = {k: v for k, v in last.items() if k not in ("choices", "usage")}
+        prompt = estimate_tokens(prompt_chars(self._request))
+        usage = {"prompt_tokens": prompt, "completion_tokens": self._generated,
+                 "total_tokens": prompt + self._generated}
+        return {**top, "choices": [], "usage": usage}
+
+
+_TEXT_KEYS = (b'"content":"', b'"reasoning_content":"', b'"reasoning":"')
+"""a text field opening a string, compact: with no `":""` in the event, a non-empty one."""
 
 
 def _generates(choice: Any) -> bool:

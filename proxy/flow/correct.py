@@ -44,7 +44,8 @@ class CorrectingTurn(Turn):
 
     def __init__(self, ex: Exchange, chat: ChatRequest, profile: Profile, first: Turn,
                  open_again: OpenTurn) -> None:
-        super().__init__(first.call, first.pipeline, decode=first.decode, tap=first.tap)
+        super().__init__(first.call, first.pipeline, decode=first.decode, tap=first.tap,
+                         usage=first.usage)
         self.ex, self.chat, self.profile = ex, chat, profile
         self._open_again = open_again
         self._offered = tool_schemas(chat.get("tools") or [])

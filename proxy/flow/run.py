@@ -22,6 +22,7 @@ import anyio
 import httpx
 import orjson
 
+from proxy.backends.sse_frames import UsageCounter
 from proxy.backends.upstream import Upstream, iter_bytes
 from proxy.console.tap import Tap
 from proxy.errors import ApiError
@@ -30,7 +31,7 @@ from proxy.flow.translate import ChunkOut, CompletionTranslator, SseTranslator, 
 from proxy.state.limits import Limiter
 from proxy.transforms.response import ResponsePipeline
 from proxy.transforms.response.assembly import CallCounts
-from proxy.types import Chunk
+from proxy.types import JSON, Chunk
 
 
 class UpstreamCall:
@@ -63,22 +64,27 @@ class Turn:
     """One upstream turn: the call's answer, translated, as batches of chunks.
 
     `decode=False` lets an SSE answer take the translator's fast path.
+    `usage` (the client asked for `stream_options.include_usage`) makes the
+    translator add the usage chunk a backend left out.
     `own_s` is the proxy's own time on the turn (translating), so the rest of
     the wall time can be counted as the upstream's.
     """
 
     def __init__(self, call: UpstreamCall, pipeline: ResponsePipeline, *, decode: bool,
-                 tap: Tap | None = None) -> None:
+                 tap: Tap | None = None, usage: JSON | None = None) -> None:
         self.call = call
         self.pipeline = pipeline
         self.decode = decode
         self.tap = tap
+        self.usage = usage
+        """the request whose usage the client asked for on a stream, else None."""
         """the console's view of the raw answer (a bench capture), when asked for."""
         self.own_s = 0.0
 
     def _translator(self, response: httpx.Response) -> Translator:
         if "event-stream" in response.headers.get("content-type", ""):
-            return SseTranslator(self.pipeline, decode=self.decode, plain=True)
+            usage = UsageCounter(self.usage) if self.usage is not None else None
+            return SseTranslator(self.pipeline, decode=self.decode, plain=True, usage=usage)
         # A non-stream answer, or a backend that ignored stream=true: the same chunks.
         return CompletionTranslator(self.pipeline)
 

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import orjson
 
 from proxy.api.hostile import depth_exceeds
+from proxy.backends.sse_frames import UsageCounter
 from proxy.errors import ApiError
 from proxy.formats.detect import THINK_CLOSE, THINK_OPEN
 from proxy.sse import SseDecoder, SseEvent
@@ -97,10 +98,13 @@ class SseTranslator(_Ending):
     """
 
     def __init__(self, pipeline: ResponsePipeline, *, decode: bool, plain: bool = False,
+                 usage: UsageCounter | None = None,
                  max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         super().__init__(pipeline)
         self.decode = decode
         self.plain = plain
+        self.usage = usage
+        """the client asked for usage: counts the stream, adds the chunk if none came."""
         self.max_event_bytes = max_event_bytes
         self.saw_finish = False
         self._decoder = SseDecoder()
@@ -141,6 +145,8 @@ class SseTranslator(_Ending):
             if self.finished:
                 break
             data = event.data
+            if self.usage is not None and not event.is_done:
+                self.usage.observe(data)
             if self._sniffing:
                 out.extend(self._sniff(data, event.is_done))
             elif not self.decode and _relay_as_is(data):
@@ -157,6 +163,11 @@ class SseTranslator(_Ending):
 
     def fail(self, error: ApiError) -> list[ChunkOut]:
         return self._unsniff() + super().fail(error)
+
+    def _close(self) -> list[ChunkOut]:
+        out = super()._close()
+        made = self.usage.missing() if self.usage is not None else None
+        return out if made is None else [*out, made]
 
     def _unsniff(self) -> list[ChunkOut]:
         """The answer ended while sniffing: what was held, through the stages."""

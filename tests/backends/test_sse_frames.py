@@ -1,14 +1,24 @@
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.backends.sse_frames import UsageFiller, completion_to_sse, estimate_tokens
+from proxy.backends.sse_frames import (
+    UsageCounter,
+    completion_to_sse,
+    estimate_tokens,
+    prompt_chars,
+)
+from proxy.flow.translate import SseTranslator
 from proxy.sse import SseDecoder
+from proxy.transforms.response import build_pipeline
+from proxy.transforms.response.checks import SchemaCache
+from proxy.types import Plan, Profile
 
 # llama-cpp-python's answer to tools + tool_choice "auto", not streamed (as recorded).
 CALLED: dict[str, Any] = {
@@ -64,30 +74,82 @@ def _stream(with_usage: bool) -> bytes:
     return body + b": ping - 2026-11-24\n\ndata: [DONE]\n\n"
 
 
-def _fill(data: bytes, cuts: list[int], prompt_chars: int = 40) -> bytes:
-    filler = UsageFiller(prompt_chars)
+REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                           "stream": True, "stream_options": {"include_usage": True}}
+PROMPT = estimate_tokens(prompt_chars(REQUEST))
+
+
+def _fill(data: bytes, cuts: list[int]) -> list[Any]:
+    """What the client gets: the stream through the translator that counts usage."""
+    pipeline = build_pipeline(client_tools=[], profile=Profile(model="m", reasoning="pass"),
+                              plan=Plan(), parallel_tool_calls=None,
+                              schema_cache=SchemaCache(), id_factory=lambda: "call_1")
+    translator = SseTranslator(pipeline, decode=False, usage=UsageCounter(REQUEST))
     bounds = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
-    out = b"".join(filler.feed(data[a:b]) for a, b in itertools.pairwise(bounds))
-    return out + filler.end()
+    out = [c for a, b in itertools.pairwise(bounds) for c in translator.feed(data[a:b])]
+    out += translator.end()
+    assert translator.failure is None
+    return [orjson.loads(c) if isinstance(c, bytes) else c for c in out]
 
 
 @given(st.lists(st.integers(min_value=0, max_value=10_000), max_size=8))
-def test_usage_added_once_before_done_however_the_bytes_are_cut(cuts: list[int]) -> None:
-    chunks = _events(_fill(_stream(with_usage=False), cuts))
+def test_usage_added_once_at_the_end_however_the_bytes_are_cut(cuts: list[int]) -> None:
+    chunks = _fill(_stream(with_usage=False), cuts)
     usage = [c["usage"] for c in chunks if "usage" in c]
-    assert usage == [{"prompt_tokens": estimate_tokens(40), "completion_tokens": 3,
-                      "total_tokens": estimate_tokens(40) + 3}]
+    assert usage == [{"prompt_tokens": PROMPT, "completion_tokens": 3,
+                      "total_tokens": PROMPT + 3}]
     assert chunks[-1]["choices"] == []
+    assert chunks[-2]["choices"][0]["finish_reason"] == "stop"
 
 
 def test_a_stream_with_usage_is_left_as_it_was() -> None:
-    chunks = _events(_fill(_stream(with_usage=True), []))
+    chunks = _fill(_stream(with_usage=True), [])
     assert [c["usage"] for c in chunks if "usage" in c] == [
         {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4}]
 
 
-def test_a_stream_cut_before_done_gets_usage_but_no_made_up_done() -> None:
+def test_a_stream_that_finished_but_lost_done_still_gets_usage() -> None:
     data = _stream(with_usage=False)
-    cut = data[: data.index(b": ping")]
-    out = _fill(cut, [])
-    assert b"[DONE]" not in out and b'"usage"' in out
+    chunks = _fill(data[: data.index(b": ping")], [])
+    assert chunks[-1]["usage"]["completion_tokens"] == 3
+
+
+def test_no_usage_is_made_without_a_counter() -> None:
+    pipeline = build_pipeline(client_tools=[], profile=Profile(model="m"), plan=Plan(),
+                              parallel_tool_calls=None, schema_cache=SchemaCache(),
+                              id_factory=lambda: "call_1")
+    translator = SseTranslator(pipeline, decode=False)
+    out = translator.feed(_stream(with_usage=False)) + translator.end()
+    assert not any(b'"usage"' in (c if isinstance(c, bytes) else orjson.dumps(c)) for c in out)
+
+
+_DELTAS = st.sampled_from([
+    {"content": "a"}, {"content": ""}, {"content": None}, {"role": "assistant"},
+    {"role": "assistant", "content": ""}, {"content": "", "reasoning_content": "hm"},
+    {"reasoning": "x"}, {"content": "say \"content\":\"\" here"}, {"content": "\\"},
+    {"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": ""}}]},
+    {"tool_calls": [{"index": 0, "function": {"arguments": "{\"a\": 1}"}}]}, {}])
+
+
+@given(st.lists(_DELTAS, max_size=12), st.booleans(),
+       st.lists(st.integers(min_value=0, max_value=3_000), max_size=6))
+def test_completion_tokens_are_the_chunks_that_generated(
+        deltas: list[dict[str, Any]], spaced: bool, cuts: list[int]) -> None:
+    # Compact (Ollama, llama.cpp) or spaced JSON: the count must not depend on
+    # which events the filler decoded and which it judged by their bytes.
+    base = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    frames = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+              for d in deltas]
+    dump = (lambda f: json.dumps(f).encode()) if spaced else orjson.dumps
+    body = b"".join(b"data: " + dump(f) + b"\n\n" for f in frames) + b"data: [DONE]\n\n"
+    chunks = _fill(body, cuts)
+    usage = [c for c in chunks if "usage" in c]
+    generated = sum(any(isinstance(d.get(k), str) and d[k]
+                        for k in ("content", "reasoning_content", "reasoning"))
+                    or any(c["function"].get("arguments") for c in d.get("tool_calls") or [])
+                    for d in deltas)
+    if not frames:
+        assert usage == []
+        return
+    assert [u["usage"]["completion_tokens"] for u in usage] == [generated]
+    assert {k: v for k, v in usage[0].items() if k not in ("choices", "usage")} == base
