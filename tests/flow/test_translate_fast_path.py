@@ -126,3 +126,19 @@ def test_any_upstream_encoding_gives_the_same_chunks_on_both_paths(
     frames = [_client_bytes(d, reads).split(b"\n\n")[:-1] for d in (False, True)]
     fast, full = ([orjson.loads(f.removeprefix(b"data: ")) for f in fs] for fs in frames)
     assert fast == full == _chunks(pieces, "stop", False)
+
+
+def test_a_chunk_split_over_two_data_lines_is_re_encoded_not_relayed() -> None:
+    # SSE joins the lines of one event with "\n"; relayed as it came, that newline
+    # would end the client's `data:` line inside the JSON.
+    chunk = {**BASE, "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}]}
+    text = orjson.dumps(chunk).decode()
+    cut = text.index('"choices"')
+    body = f"data: {text[:cut]}\ndata: {text[cut:]}\n\n".encode()
+    body += b"data: " + orjson.dumps({**BASE, "choices": [
+        {"index": 0, "delta": {}, "finish_reason": "stop"}]}) + b"\n\ndata: [DONE]\n\n"
+    for reasoning in ("pass", "move"):
+        written = _client_bytes(False, [body], reasoning)
+        frames = written.split(b"\n\n")[:-1]
+        assert all(b"\n" not in f for f in frames)
+        assert orjson.loads(frames[0].removeprefix(b"data: ")) == chunk
