@@ -20,6 +20,7 @@ import httpx
 import pytest
 from ruamel.yaml import YAML
 from support.battery import good_answers, script
+from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.servers import free_port
 
@@ -179,7 +180,9 @@ def test_console_end_to_end(page: Any, toolshim: str, fake: FakeOllama, caps_pat
     expect(page.locator('tr[data-model="gemma3:4b"] .badge.src-exact')).to_have_text("exact")
 
     # A bad edit: the reload error shows at the top, the last good version stays.
-    caps_path.write_text(text.replace("max_tools: 4", "max_tools: lots"))
+    # The proxy reloads the file in the background: the page is refreshed once it did.
+    edit_and_wait(caps_path, text.replace("max_tools: 4", "max_tools: lots"), toolshim,
+                  key=KEY)
     page.click("#models-refresh")
     expect(page.locator("#reload-error")).to_be_visible()
     expect(page.locator("#reload-error-text")).to_contain_text("max_tools")

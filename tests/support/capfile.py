@@ -13,8 +13,9 @@ from pathlib import Path
 import httpx
 
 
-def reload_state(proxy_url: str) -> tuple[int, str | None]:
-    body = httpx.get(proxy_url + "/admin/capabilities").json()
+def reload_state(proxy_url: str, key: str | None = None) -> tuple[int, str | None]:
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    body = httpx.get(proxy_url + "/admin/capabilities", headers=headers).json()
     return body["generation"], body["last_reload_error"]
 
 
@@ -26,12 +27,14 @@ def replace_text(path: Path, text: str) -> None:
     new.replace(path)
 
 
-def edit_and_wait(path: Path, text: str, proxy_url: str, timeout: float = 10.0) -> None:
+def edit_and_wait(path: Path, text: str, proxy_url: str, timeout: float = 10.0,
+                  key: str | None = None) -> None:
     """Replace the file with `text` (a new inode, so even a same-size edit within the
-    same clock tick is seen) and wait until the proxy has loaded it or reported it."""
-    before = reload_state(proxy_url)
+    same clock tick is seen) and wait until the proxy has loaded it or reported it.
+    `key`: the proxy's API key, when it has one."""
+    before = reload_state(proxy_url, key)
     replace_text(path, text)
     deadline = time.monotonic() + timeout
-    while reload_state(proxy_url) == before:
+    while reload_state(proxy_url, key) == before:
         assert time.monotonic() < deadline, "the edit was never reloaded"
         time.sleep(0.02)
