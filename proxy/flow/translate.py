@@ -312,36 +312,28 @@ def _plain_content(chunk: dict[str, Any]) -> str | None:
 
 def chunk_problem(chunk: dict[str, Any]) -> str | None:
     """Why a decoded chunk is not a chat.completion.chunk the stages can read, or None."""
-    choices = chunk.get("choices")
-    if not isinstance(choices, list):
-        return "choices is not a list"
-    for choice in choices:
-        if not isinstance(choice, dict):
-            return "a choice is not an object"
-        delta = choice.get("delta")
-        if delta is not None and not isinstance(delta, dict):
-            return "delta is not an object"
-        calls = (delta or {}).get("tool_calls")
-        if calls is not None and not (isinstance(calls, list)
-                                      and all(isinstance(c, dict) for c in calls)):
-            return "tool_calls is not a list of objects"
-    return None
+    return _choices_problem(chunk.get("choices"), "delta")
 
 
 def completion_problem(completion: dict[str, Any]) -> str | None:
     """Why a decoded body is not a chat.completion the stages can read, or None."""
     if depth_exceeds(completion, 200):  # orjson.dumps stops at 254 levels
         return "nested too deeply"
-    choices = completion.get("choices")
+    return _choices_problem(completion.get("choices"), "message")
+
+
+def _choices_problem(choices: Any, field: str) -> str | None:
+    """The shape the stages rely on: choices of objects whose `field` (delta or
+    message) is an object, with tool_calls a list of objects."""
     if not isinstance(choices, list):
         return "choices is not a list"
     for choice in choices:
         if not isinstance(choice, dict):
             return "a choice is not an object"
-        message = choice.get("message")
-        if message is not None and not isinstance(message, dict):
-            return "message is not an object"
-        calls = (message or {}).get("tool_calls")
+        body = choice.get(field)
+        if body is not None and not isinstance(body, dict):
+            return f"{field} is not an object"
+        calls = (body or {}).get("tool_calls")
         if calls is not None and not (isinstance(calls, list)
                                       and all(isinstance(c, dict) for c in calls)):
             return "tool_calls is not a list of objects"
