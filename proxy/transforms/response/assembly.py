@@ -60,6 +60,19 @@ class _Pending:
     def arguments(self) -> str:
         return "".join(self.fragments)
 
+    def whole_object(self) -> bool:
+        """The arguments so far are a complete JSON object.
+
+        Parsed only when they end in `}` (a strict object must): a backend that
+        sends a call in many fragments would otherwise have everything received
+        so far joined and parsed again on each one, quadratic in its length.
+        """
+        for fragment in reversed(self.fragments):
+            tail = fragment.rstrip()
+            if tail:
+                return tail[-1] == "}" and loads_object(self.arguments) is not None
+        return False
+
 
 class CallAssembly:
     """Sans-IO stage: `feed(chunk) -> chunks`, `flush() -> chunks`."""
@@ -180,7 +193,7 @@ class CallAssembly:
             current.id = current.id or delta.id
             current.name = current.name or delta.name
             current.fragments.append(delta.arguments)
-            if delta.name and delta.whole and loads_object(current.arguments) is not None:
+            if delta.name and delta.whole and current.whole_object():
                 # Whole-call style (Ollama /v1): name and complete arguments in
                 # one delta; nothing valid can follow, so emit now.
                 out.extend(self._complete(self._pending, chunk, cut_off=False))
@@ -279,7 +292,7 @@ def _continues(delta: _Delta, current: _Pending) -> bool:
     """
     return (delta.id is not None and delta.id == current.id
             and delta.name in ("", current.name)
-            and loads_object(current.arguments) is None)
+            and not current.whole_object())
 
 
 def _choice_zero(choices: Any) -> JSON | None:
