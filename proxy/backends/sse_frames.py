@@ -98,8 +98,11 @@ class UsageCounter:
             chunk = orjson.loads(data)
         except orjson.JSONDecodeError:
             return
-        if not isinstance(chunk, dict):
-            return
+        if isinstance(chunk, dict):
+            self.observe_chunk(chunk, data)
+
+    def observe_chunk(self, chunk: JSON, data: bytes) -> None:
+        """The same for an event its caller has decoded already (`data` its bytes)."""
         if chunk.get("usage"):
             self._saw_usage = True
         if isinstance(chunk.get("choices"), list):

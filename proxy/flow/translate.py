@@ -144,18 +144,22 @@ class SseTranslator(_Ending):
         for event in events:
             if self.finished:
                 break
-            data = event.data
-            if self.usage is not None and not event.is_done:
-                self.usage.observe(data)
+            data, done = event.data, event.is_done
+            # Usage is counted once per event: here from the bytes the fast path and
+            # the sniffing hold, in _decoded from the chunk it decodes anyway.
             if self._sniffing:
-                out.extend(self._sniff(data, event.is_done))
+                if self.usage is not None and not done:
+                    self.usage.observe(data)
+                out.extend(self._sniff(data, done))
             elif not self.decode and _relay_as_is(data):
                 # The fast path, inline: this loop runs once per upstream event.
+                if self.usage is not None:
+                    self.usage.observe(data)
                 if not self.saw_finish and (b'"finish_reason":"' in data
                                             or b'"finish_reason": "' in data):
                     self.saw_finish = True
                 out.append(data)
-            elif event.is_done:
+            elif done:
                 out.extend(self._close())
             else:
                 out.extend(self._decoded(data))
@@ -172,14 +176,15 @@ class SseTranslator(_Ending):
     def _unsniff(self) -> list[ChunkOut]:
         """The answer ended while sniffing: what was held, through the stages."""
         held, self._sniffed, self._sniffing = self._sniffed, [], False
-        return [c for item in held for c in self._decoded(item)]
+        return [c for item in held for c in self._decoded(item, counted=True)]
 
     def _sniff(self, data: bytes, is_done: bool) -> list[ChunkOut]:
         """Hold events until the first content says whether the stages are needed."""
-        verdict = None if is_done or not _relay_as_is(data) else _starts_reasoning(data)
+        plain = not is_done and _relay_as_is(data)
+        verdict = _starts_reasoning(data) if plain else None
         if verdict is None and len(self._sniffed) >= _MAX_SNIFFED:
             verdict = True  # no content yet after several events: the stages decide
-        if verdict is None and not is_done and _relay_as_is(data):
+        if verdict is None and plain:
             self._sniffed.append(data)
             return []
         held, self._sniffed = [*self._sniffed, data], []
@@ -188,11 +193,13 @@ class SseTranslator(_Ending):
             return list(held)
         out: list[ChunkOut] = []
         for item in held[:-1]:
-            out.extend(self._decoded(item))
-        return out + (self._close() if is_done else self._decoded(data))
+            out.extend(self._decoded(item, counted=True))
+        return out + (self._close() if is_done else self._decoded(data, counted=True))
 
-    def _decoded(self, data: bytes) -> list[ChunkOut]:
-        """An event through JSON decoding and the stages; from here on, every event."""
+    def _decoded(self, data: bytes, counted: bool = False) -> list[ChunkOut]:
+        """An event through JSON decoding and the stages; from here on, every event.
+
+        `counted`: the usage counter already saw it (it was held while sniffing)."""
         self.decode = True
         try:
             chunk = orjson.loads(data)
@@ -200,6 +207,8 @@ class SseTranslator(_Ending):
             chunk = None
         if not isinstance(chunk, dict):
             return self.fail(invalid("upstream sent data that is not a JSON chunk"))
+        if self.usage is not None and not counted:
+            self.usage.observe_chunk(chunk, data)
         if self.plain and _relay_as_is(data):  # so no "error" key either
             text = _plain_content(chunk)
             if text is not None and self.pipeline.passes_plain(chunk, text):

@@ -18,7 +18,7 @@ from proxy.flow.translate import SseTranslator
 from proxy.sse import SseDecoder
 from proxy.transforms.response import build_pipeline
 from proxy.transforms.response.checks import SchemaCache
-from proxy.types import Plan, Profile
+from proxy.types import Plan, Profile, ReasoningPolicy
 
 # llama-cpp-python's answer to tools + tool_choice "auto", not streamed (as recorded).
 CALLED: dict[str, Any] = {
@@ -79,12 +79,15 @@ REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content"
 PROMPT = estimate_tokens(prompt_chars(REQUEST))
 
 
-def _fill(data: bytes, cuts: list[int]) -> list[Any]:
-    """What the client gets: the stream through the translator that counts usage."""
-    pipeline = build_pipeline(client_tools=[], profile=Profile(model="m", reasoning="pass"),
+def _fill(data: bytes, cuts: list[int], decode: bool = False,
+          reasoning: ReasoningPolicy = "pass") -> list[Any]:
+    """What the client gets: the stream through the translator that counts usage
+    (on the fast path, sniffing with `move`, or decoding every event)."""
+    pipeline = build_pipeline(client_tools=[], profile=Profile(model="m", reasoning=reasoning),
                               plan=Plan(), parallel_tool_calls=None,
                               schema_cache=SchemaCache(), id_factory=lambda: "call_1")
-    translator = SseTranslator(pipeline, decode=False, usage=UsageCounter(REQUEST))
+    translator = SseTranslator(pipeline, decode=decode, plain=True,
+                               usage=UsageCounter(REQUEST))
     bounds = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
     out = [c for a, b in itertools.pairwise(bounds) for c in translator.feed(data[a:b])]
     out += translator.end()
@@ -132,9 +135,11 @@ _DELTAS = st.sampled_from([
 
 
 @given(st.lists(_DELTAS, max_size=12), st.booleans(),
-       st.lists(st.integers(min_value=0, max_value=3_000), max_size=6))
+       st.lists(st.integers(min_value=0, max_value=3_000), max_size=6), st.booleans(),
+       st.sampled_from(["pass", "move"]))
 def test_completion_tokens_are_the_chunks_that_generated(
-        deltas: list[dict[str, Any]], spaced: bool, cuts: list[int]) -> None:
+        deltas: list[dict[str, Any]], spaced: bool, cuts: list[int], decode: bool,
+        reasoning: ReasoningPolicy) -> None:
     # Compact (Ollama, llama.cpp) or spaced JSON: the count must not depend on
     # which events the filler decoded and which it judged by their bytes.
     base = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
@@ -142,7 +147,7 @@ def test_completion_tokens_are_the_chunks_that_generated(
               for d in deltas]
     dump = (lambda f: json.dumps(f).encode()) if spaced else orjson.dumps
     body = b"".join(b"data: " + dump(f) + b"\n\n" for f in frames) + b"data: [DONE]\n\n"
-    chunks = _fill(body, cuts)
+    chunks = _fill(body, cuts, decode, reasoning)
     usage = [c for c in chunks if "usage" in c]
     generated = sum(any(isinstance(d.get(k), str) and d[k]
                         for k in ("content", "reasoning_content", "reasoning"))
