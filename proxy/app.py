@@ -77,7 +77,6 @@ def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Se
     )
 
 
-SETTINGS_ENV = "TOOLSHIM_SETTINGS_JSON"
 """Resolved settings handed to worker processes (`toolshim --workers N`)."""
 
 
@@ -87,11 +86,10 @@ def from_env() -> Starlette:
     Uses the settings the parent resolved if present, else TOOLSHIM_* variables.
     """
     from proxy.observability.logs import setup_logging
-    from proxy.settings import load_settings
+    from proxy.settings import secrets, settings_from_env
 
-    raw = os.environ.get(SETTINGS_ENV)
-    settings = Settings.model_validate_json(raw) if raw else load_settings(None)
-    setup_logging(settings.log_level, settings.log_format, settings.api_keys)
+    settings = settings_from_env()
+    setup_logging(settings.log_level, settings.log_format, secrets(settings))
     return create_app(settings)
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from proxy.settings import Settings
 
-from proxy.settings import SettingsError, add_arguments, load_settings
+from proxy.settings import SettingsError, add_arguments, load_settings, secrets
 
 _COMMANDS = ("serve", "check", "probe", "validate", "init")
 
@@ -47,23 +47,12 @@ def _serve(argv: list[str]) -> int:
         parser.error(str(exc))
     from proxy.observability.logs import setup_logging
 
-    setup_logging(settings.log_level, settings.log_format, _secrets(settings))
+    setup_logging(settings.log_level, settings.log_format, secrets(settings))
     if settings.workers > 1:
         _run_workers(settings)
     else:
         _run(settings)
     return 0
-
-
-def _secrets(settings: Settings) -> list[str]:
-    """Every key the process holds, so the log formatter can mask it wherever it shows up."""
-    keys = list(settings.api_keys)
-    keys.extend(os.environ.get(env, "") for _, env in settings.upstream_key_envs)
-    if settings.redis_url:
-        from urllib.parse import urlsplit
-
-        keys.append(urlsplit(settings.redis_url).password or "")
-    return [k for k in keys if k]
 
 
 def _run(settings: Settings) -> None:
@@ -103,7 +92,7 @@ def _run_workers(settings: Settings) -> None:
     """
     import uvicorn
 
-    from proxy.app import SETTINGS_ENV
+    from proxy.settings import SETTINGS_ENV
 
     os.environ[SETTINGS_ENV] = settings.model_dump_json()
     uvicorn.run("proxy.app:from_env", factory=True, workers=settings.workers,

@@ -307,3 +307,22 @@ def _describe(exc: Exception) -> str:
             parts.append(f"{ENV_NAMES.get(field, field)}: {err['msg']}")
         return "; ".join(parts)
     return str(exc)
+
+
+SETTINGS_ENV = "TOOLSHIM_SETTINGS_JSON"
+"""the parent's resolved settings, handed to worker processes (`--workers N`)."""
+
+
+def settings_from_env() -> Settings:
+    """A worker's settings: what its parent resolved, else the TOOLSHIM_* variables."""
+    raw = os.environ.get(SETTINGS_ENV)
+    return Settings.model_validate_json(raw) if raw else load_settings(None)
+
+
+def secrets(settings: Settings) -> list[str]:
+    """Every key the process holds, so the log formatter can mask it wherever it shows up."""
+    keys = list(settings.api_keys)
+    keys.extend(os.environ.get(env, "") for _, env in settings.upstream_key_envs)
+    if settings.redis_url:
+        keys.append(urlsplit(settings.redis_url).password or "")
+    return [k for k in keys if k]

@@ -15,7 +15,6 @@ a request line, or headers and then a trickle of body, holds its connection
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from typing import Any
 
@@ -66,12 +65,9 @@ class BodyTimeoutMiddleware:
 
 def _header_timeout() -> float:
     """For worker processes, which get the protocol class by name: the resolved settings."""
-    raw = os.environ.get("TOOLSHIM_SETTINGS_JSON")
-    if raw:
-        from proxy.settings import Settings
+    from proxy.settings import settings_from_env
 
-        return Settings.model_validate_json(raw).client_timeout
-    return 60.0
+    return settings_from_env().client_timeout
 
 
 class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]

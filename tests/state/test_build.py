@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 from pydantic import ValidationError
 
-from proxy.cli import _secrets
+from proxy.settings import secrets
 from proxy.flow.learning import LearnedFact
 from proxy.settings import ENV_NAMES, Settings, SettingsError, load_settings
 from proxy.state import MemoryState, build_state
@@ -75,7 +75,7 @@ async def test_redis_url_picks_redis_state_and_shared_limits_the_limiter() -> No
 
 
 def test_the_redis_password_is_masked_in_logs() -> None:
-    assert "hunter2" in _secrets(Settings(redis_url="redis://app:hunter2@redis:6379/0"))
+    assert "hunter2" in secrets(Settings(redis_url="redis://app:hunter2@redis:6379/0"))
 
 
 async def test_memory_state_probes_locally_and_shares_nothing() -> None:
@@ -85,3 +85,21 @@ async def test_memory_state_probes_locally_and_shares_nothing() -> None:
         assert ours
     await state.share([LearnedFact("m", {"tools": "off"}, "probe", "2026-11-24T10:00:00Z")])
     await state.close()
+
+
+def test_worker_processes_mask_the_same_secrets_as_the_parent(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--workers N` starts each worker through app.from_env: its log formatter must
+    # know the Redis password and upstream keys too, not only the proxy's own keys.
+    import proxy.observability.logs as logs
+    from proxy.app import from_env
+    from proxy.settings import SETTINGS_ENV
+
+    seen: list[list[str]] = []
+    monkeypatch.setattr(logs, "setup_logging", lambda level, fmt, keys=(): seen.append(list(keys)))
+    monkeypatch.setenv("MY_UPSTREAM_KEY", "sk-upstream-0000")
+    settings = Settings(redis_url="redis://app:hunter2@redis:6379/0", api_keys=["sk-own-1234"],
+                        upstream_key_envs=[("http://127.0.0.1:11434", "MY_UPSTREAM_KEY")])
+    monkeypatch.setenv(SETTINGS_ENV, settings.model_dump_json())
+    from_env()
+    assert seen and {"hunter2", "sk-own-1234", "sk-upstream-0000"} <= set(seen[0])
