@@ -8,9 +8,8 @@ from collections.abc import Sequence
 import pytest
 from pydantic import ValidationError
 
-from proxy.settings import secrets
 from proxy.flow.learning import LearnedFact
-from proxy.settings import ENV_NAMES, Settings, SettingsError, load_settings
+from proxy.settings import ENV_NAMES, Settings, SettingsError, load_settings, secrets
 from proxy.state import MemoryState, build_state
 from proxy.state.limits import Limiter
 from proxy.state.redis_state import RedisState
@@ -91,8 +90,8 @@ def test_worker_processes_mask_the_same_secrets_as_the_parent(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # `--workers N` starts each worker through app.from_env: its log formatter must
     # know the Redis password and upstream keys too, not only the proxy's own keys.
-    import proxy.observability.logs as logs
     from proxy.app import from_env
+    from proxy.observability import logs
     from proxy.settings import SETTINGS_ENV
 
     seen: list[list[str]] = []
