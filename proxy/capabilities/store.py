@@ -25,7 +25,7 @@ from proxy.capabilities.keeper import Keeper
 from proxy.capabilities.learned import apply_facts, trim_learned, unlearnable
 from proxy.capabilities.load import Problem, parse_capabilities
 from proxy.capabilities.resolve import Resolver, normalise_model_name
-from proxy.capabilities.schema import Capabilities
+from proxy.capabilities.schema import Capabilities, LearnedEntry
 from proxy.capabilities.shipped import shipped_text
 from proxy.capabilities.splice import splice_checked
 from proxy.capabilities.write import StatKey, rewrite_file, stat_key
@@ -81,6 +81,12 @@ class CapabilityStore:
             if found is None:
                 found = self._cache[model] = self._resolver.resolve(model)
             return found
+
+    def learned_entry(self, model: str) -> LearnedEntry | None:
+        """The `learned:` entry for `model`, matched as the resolver matches it (case,
+        the `:latest` tag): one lookup in the resolver's index, not a scan of the keys."""
+        entry = self._resolver.learned.get(normalise_model_name(model))
+        return entry if isinstance(entry, LearnedEntry) else None
 
     def capabilities(self) -> Capabilities:
         return self._caps

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 
 def find_learned(caps: Capabilities, model: str) -> LearnedEntry | None:
-    """The `learned:` entry for `model`, its key matched as the resolver matches it."""
+    """The `learned:` entry for `model` in a freshly parsed file (yaml_edit), its key
+    matched as the resolver matches it; the running store has `learned_entry`."""
     name = normalise_model_name(model)
     found = caps.learned.get(name)
     if found is None:  # a key a person wrote un-normalised ("llama3.2", "Qwen3:8B")
@@ -25,7 +26,7 @@ def find_learned(caps: Capabilities, model: str) -> LearnedEntry | None:
 
 def validation_of(store: CapabilityStore, model: str) -> dict[str, Any] | None:
     """The model's recorded validation ({at, passed, total, failed, rung}), if any."""
-    entry = find_learned(store.capabilities(), model)
+    entry = store.learned_entry(model)
     if entry is None or entry.validation is None:
         return None
     return entry.validation.model_dump()
@@ -40,8 +41,7 @@ def below_min_validation(svc: Services, profile: Profile, plan: Plan, *,
     minimum = svc.settings.min_validation
     if minimum is None or not has_tools or plan.tools == "off":
         return plan
-    # profile.model is normalised already; the store writes learned keys normalised
-    entry = svc.store.capabilities().learned.get(profile.model)
+    entry = svc.store.learned_entry(profile.model)
     result = entry.validation if entry is not None else None
     if result is None or result.passed / result.total >= minimum:
         return plan

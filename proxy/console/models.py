@@ -8,7 +8,6 @@ from typing import Any
 
 from proxy.api.admin import known_models
 from proxy.capabilities.schema import is_glob
-from proxy.console.gate import find_learned
 from proxy.services import LISTING_TTL, Services
 from proxy.settings import redact_url
 
@@ -33,7 +32,7 @@ def _model(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:
     fields = asdict(profile)
     sources = dict(fields.pop("sources"))
     fields.pop("model")
-    learned = find_learned(svc.store.capabilities(), name)
+    learned = svc.store.learned_entry(name)
     counters = svc.console.counters.get(name)
     return {
         "name": name,

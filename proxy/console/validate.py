@@ -19,7 +19,6 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.store import CapabilityStore
-from proxy.console.gate import find_learned
 from proxy.console.samples import SAMPLE_TOOLS
 from proxy.flow.learning import LearnedFact
 
@@ -166,7 +165,7 @@ def _judge(check: Check, status: int, answer: Any) -> dict[str, Any]:
 def record_validation(store: CapabilityStore, result: dict[str, Any], at: str) -> None:
     """Write `validation:` into the model's learned entry, keeping its provenance."""
     name = normalise_model_name(result["model"])
-    existing = find_learned(store.capabilities(), name)
+    existing = store.learned_entry(name)
     validation = {"at": at, "passed": result["passed"], "total": result["total"],
                   "failed": result["failed"]}
     if result.get("rung"):

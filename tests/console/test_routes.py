@@ -280,6 +280,25 @@ async def test_min_validation_turns_tools_off_for_a_weak_model(
     assert "x-toolshim-rung" not in plain.headers or plain.headers["x-toolshim-rung"] == "native"
 
 
+async def test_min_validation_finds_a_learned_key_spelled_another_way(
+        console: Callable[..., Any], caps_file: Path, fake: FakeOllama) -> None:
+    # Learned keys keep the spelling they were written with; the gate matches them
+    # as the resolver does (case, the :latest tag), or a weak model keeps its tools.
+    caps_file.write_text(FILE + """  "Llama3.2":
+    source: "observed"
+    at: "2026-11-24T10:00:00Z"
+    validation: {at: "2026-11-24T10:00:00Z", passed: 1, total: 6, failed: [single_call]}
+""")
+    fake.add_model("llama3.2")
+    http = await console(min_validation=0.8)
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    for name in ("llama3.2:latest", "llama3.2"):
+        answer = await http.post("/v1/chat/completions", json=_chat(name, tools=tools))
+        assert answer.status_code == 200
+        assert answer.headers["x-toolshim-rung"] == "off-min-validation"
+        assert "tools" not in fake.chat_requests()[-1]
+
+
 async def test_validate_rejects_a_missing_model(console: Callable[..., Any]) -> None:
     http = await console()
     got = await http.post("/admin/validate", json={"model": ""})
