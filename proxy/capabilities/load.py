@@ -147,7 +147,7 @@ def _plain_scalar(value: Any) -> Any:
 
 def _validation_problem(err: ErrorDetails, doc: CommentedMap, path: str) -> Problem:
     loc = tuple(err["loc"])
-    if len(loc) > 3 and loc[0] == "server_tools":
+    if len(loc) >= 3 and loc[0] == "server_tools":
         loc = loc[:2] + loc[3:]  # drop the `kind` tag pydantic puts in a union's location
     return Problem(path, _line_of(doc, loc), f"{_where(loc)}: {_message(err)}")
 

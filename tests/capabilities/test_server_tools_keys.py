@@ -26,6 +26,14 @@ def test_a_bad_definition_is_reported_with_its_line() -> None:
     assert problems[0].line == 4 and "allowed_hosts" in problems[0].message
 
 
+def test_a_whole_definition_check_names_the_definition_not_its_kind() -> None:
+    # An mcp entry with neither command nor url fails the definition's own check;
+    # the message names `server_tools.fs`, not the union's kind tag after it.
+    caps, problems = parse_capabilities("version: 1\nserver_tools:\n  fs:\n    kind: mcp\n")
+    assert caps is None and problems[0].line == 3
+    assert "server_tools.fs:" in problems[0].message and ".mcp" not in problems[0].message
+
+
 def test_names_follow_the_function_name_rule_without_the_mcp_separator() -> None:
     for bad in ("a__b", "has space", "x" * 65):
         caps, problems = parse_capabilities(
