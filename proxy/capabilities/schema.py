@@ -249,6 +249,12 @@ class CorrectionRecord(_Entry):
     """the last correction's time."""
 
 
+PROVENANCE = ("source", "at", "evidence", "upstream")
+"""where a learned entry came from: kept beside its facts, never a behaviour field."""
+BOOKKEEPING = (*PROVENANCE, "validation", "correction")
+"""every key of a learned entry that is not behaviour: what promote leaves behind."""
+
+
 class LearnedEntry(ModelEntry):
     """One entry under `learned:`: a fact the proxy found out, with its evidence."""
 

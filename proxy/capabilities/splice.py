@@ -21,10 +21,9 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.resolve import learned_key, normalise_model_name
-from proxy.capabilities.schema import Capabilities
+from proxy.capabilities.schema import PROVENANCE, Capabilities
 from proxy.flow.learning import LearnedFact, merge_fact
 
-_PROVENANCE = ("source", "at", "evidence", "upstream")
 _LEARNED_KEY = re.compile(r"""^(learned|"learned"|'learned')[ \t]*:(?=[ \t]|\r?$)""")
 _OLDEST = datetime.min
 
@@ -119,7 +118,7 @@ def _merge_fact(learned: CommentedMap, fact: LearnedFact) -> None:
 def _merge_into(entry: CommentedMap, fact: LearnedFact) -> None:
     """merge_fact applied in place, so ruamel keeps the entry's comments and order."""
     merged = merge_fact(entry, fact)
-    for key in [k for k in entry if k not in merged or k in _PROVENANCE]:
+    for key in [k for k in entry if k not in merged or k in PROVENANCE]:
         del entry[key]
     for key, value in merged.items():
         if isinstance(value, list):

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from proxy.api.admin import known_models
-from proxy.capabilities.schema import is_glob
+from proxy.capabilities.schema import BOOKKEEPING, is_glob
 from proxy.services import LISTING_TTL, Services
 from proxy.settings import redact_url
 
@@ -45,7 +45,7 @@ def _model(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:
         "learned": None if learned is None else learned.model_dump(
             exclude_unset=True, by_alias=True, exclude={"validation"}),
         "promotable": learned is not None and bool(learned.model_dump(
-            exclude_unset=True, exclude={"validation", "source", "at", "evidence", "upstream"})),
+            exclude_unset=True, exclude=set(BOOKKEEPING))),
         "validation": None if learned is None or learned.validation is None
         else learned.validation.model_dump(),
         "counters": counters.as_json() if counters is not None else None,

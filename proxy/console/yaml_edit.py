@@ -15,9 +15,9 @@ from typing import Any
 
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.resolve import normalise_model_name
+from proxy.capabilities.schema import BOOKKEEPING
 from proxy.console.gate import find_learned
 
-_PROVENANCE = ("source", "at", "evidence", "upstream", "validation", "correction")
 _SECTION = re.compile(r"""^(?P<q>["']?)(?P<name>[A-Za-z_]+)(?P=q)[ \t]*:(?P<rest>.*?)\r?\n?$""")
 
 
@@ -48,7 +48,7 @@ def promote_text(text: str, model: str, today: str) -> str:
         raise EditError(f"no learned entry for {model!r}")
     if any(normalise_model_name(k) == name for k in caps.models):
         raise EditError(f"models: already has an entry for {model!r}; edit that one by hand")
-    fields = entry.model_dump(exclude_unset=True, by_alias=True, exclude=set(_PROVENANCE))
+    fields = entry.model_dump(exclude_unset=True, by_alias=True, exclude=set(BOOKKEEPING))
     if not fields:
         raise EditError(f"the learned entry for {model!r} sets no behaviour to promote")
     lines = forget_text(text, model)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from proxy.capabilities.schema import PROVENANCE
 from proxy.types import Observation
 
 FactSource = Literal["runtime_error", "probe", "observed"]
@@ -152,7 +153,6 @@ def fact_is_news(entry: object | None, fact: LearnedFact) -> bool:
     return False
 
 
-_PROVENANCE = ("source", "at", "evidence", "upstream")
 
 
 def merge_fact(entry: object | None, fact: LearnedFact) -> dict[str, Any]:
@@ -163,12 +163,12 @@ def merge_fact(entry: object | None, fact: LearnedFact) -> dict[str, Any]:
     fact's, so stale evidence never sits beside a new value.
     """
     known = _as_mapping(entry)
-    merged = {k: v for k, v in known.items() if k not in _PROVENANCE}
+    merged = {k: v for k, v in known.items() if k not in PROVENANCE}
     if "source" in known and all(name in _COUNTED for name in fact.fields):
         for name, value in fact.fields.items():
             merged[name] = _added(merged.get(name), value, at=fact.at)
         # A count, not a finding: the entry's own provenance stays as it was.
-        return merged | {k: known[k] for k in _PROVENANCE if k in known}
+        return merged | {k: known[k] for k in PROVENANCE if k in known}
     for name, value in fact.fields.items():
         if name in _COUNTED:
             merged[name] = _added(merged.get(name), value, at=fact.at)

@@ -122,6 +122,21 @@ async def test_models_lists_upstream_and_file_models_with_provenance(
     assert models["llama3.2:latest"]["known_from"] == ["upstream"]
 
 
+async def test_only_entries_with_behaviour_can_be_promoted(
+        console: Callable[..., Any], caps_file: Path) -> None:
+    # Correction counts (like validation) are bookkeeping: an entry with nothing
+    # else has no behaviour to move under models:, so no Promote is offered.
+    caps_file.write_text(FILE + """  "phi4:14b":
+    source: "observed"
+    at: "2026-11-24T10:00:00Z"
+    correction: {tried: 3, succeeded: 2, at: "2026-11-24T10:00:00Z"}
+""")
+    http = await console()
+    models = {m["name"]: m for m in (await http.get("/admin/models")).json()["models"]}
+    assert models["gemma3:4b"]["promotable"] is True
+    assert models["phi4:14b"]["promotable"] is False
+
+
 async def test_models_shows_a_reload_error_and_keeps_the_last_good_version(
         console: Callable[..., Any], caps_file: Path) -> None:
     http = await console()
