@@ -157,10 +157,11 @@ class ResponseBuilder:
                 "response.reasoning_summary_part.added", item_id=item["id"],
                 output_index=item["_index"], summary_index=0,
                 part={"type": "summary_text", "text": ""}))
+            item["_pieces"] = []
             self._reasoning = item
         item = self._reasoning
         assert item is not None
-        item["summary"][0]["text"] += text
+        item["_pieces"].append(text)  # joined once at the close: += would be quadratic
         events.append(self._event("response.reasoning_summary_text.delta", item_id=item["id"],
                                   output_index=item["_index"], summary_index=0, delta=text))
 
@@ -168,7 +169,7 @@ class ResponseBuilder:
         item = self._text
         if item is None:
             item = self._open_text(events)
-        item["_pieces"].append(text)
+        item["_pieces"].append(text)  # joined once at the close
         # The hot path (one event per content delta): built in place, no helpers.
         events.append({"type": "response.output_text.delta", "sequence_number": self._seq,
                        "item_id": item["id"], "output_index": item["_index"],
@@ -200,12 +201,13 @@ class ResponseBuilder:
             item = {"id": self._new_id("fc"), "type": "function_call", "status": "in_progress",
                     "call_id": call_id, "name": function.get("name") or "", "arguments": ""}
             item["_index"] = self._open(item, events)
+            item["_pieces"] = []
             self._calls[index] = item
         elif function.get("name") and not item["name"]:
             item["name"] = function["name"]
         arguments = function.get("arguments")
         if isinstance(arguments, str) and arguments:
-            item["arguments"] += arguments
+            item["_pieces"].append(arguments)
             events.append(self._event("response.function_call_arguments.delta",
                                       item_id=item["id"], output_index=item["_index"],
                                       delta=arguments))
@@ -225,6 +227,7 @@ class ResponseBuilder:
         item, self._reasoning = self._reasoning, None
         if item is None:
             return
+        item["summary"][0]["text"] = "".join(item.pop("_pieces"))
         part = dict(item["summary"][0])
         base = {"item_id": item["id"], "output_index": item["_index"], "summary_index": 0}
         events.append(self._event("response.reasoning_summary_text.done", **base,
@@ -245,6 +248,7 @@ class ResponseBuilder:
         self._done(item, status, events)
 
     def _close_call(self, item: JSON, events: list[Event]) -> None:
+        item["arguments"] = "".join(item.pop("_pieces"))
         events.append(self._event("response.function_call_arguments.done", item_id=item["id"],
                                   output_index=item["_index"], name=item["name"],
                                   arguments=item["arguments"]))
