@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Coroutine
-from typing import Any, TypeVar
 
 import anyio
 import httpx
@@ -39,7 +37,7 @@ from starlette.responses import Response
 
 from proxy.api.chat_request import parse_chat_request, read_body
 from proxy.api.disconnect import unless_client_leaves
-from proxy.api.failures import answer_or_error
+from proxy.api.failures import answer_or_error, client_left
 from proxy.api.relay import json_response, sse_response
 from proxy.backends.adapting import MAX_QUIRK_RETRIES, AdaptingSender
 from proxy.backends.error_text import client_message
@@ -62,8 +60,6 @@ from proxy.transforms.request import apply_request_steps
 from proxy.transforms.response import build_pipeline
 from proxy.types import ChatRequest, Observation, Plan, Profile
 
-T = TypeVar("T")
-
 
 async def chat_completions(request: Request) -> Response:
     svc: Services = request.app.state.services
@@ -73,15 +69,10 @@ async def chat_completions(request: Request) -> Response:
 
 async def _handle(ex: Exchange) -> Response:
     chat = parse_chat_request(await read_body(ex.request, ex.svc.settings.max_body_bytes))
-    reply = await _unless_client_leaves(ex.request, _answer(ex, chat))
+    reply = await unless_client_leaves(ex.request.receive, _answer(ex, chat))
     if reply is None:
-        raise ApiError(499, "client closed the connection", code="client_closed")
+        raise client_left()
     return reply
-
-
-async def _unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -> T | None:
-    """Run work; a client that hangs up first cancels it (see api/disconnect.py)."""
-    return await unless_client_leaves(request.receive, work)
 
 
 async def _answer(ex: Exchange, chat: ChatRequest) -> Response:

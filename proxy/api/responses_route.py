@@ -21,10 +21,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from proxy.api.chat_request import read_body
+from proxy.api.disconnect import unless_client_leaves
+from proxy.api.failures import answer_or_error, client_left
 from proxy.api.responses_events import Event, ResponseBuilder
 from proxy.api.responses_request import Translated, to_chat, validate
 from proxy.api.responses_store import ResponsesStore
-from proxy.chat import _unless_client_leaves, run_chat
+from proxy.chat import run_chat
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.run import ChatRun
@@ -49,7 +51,7 @@ class ChatOutput:
 
     headers: dict[str, str]
     batches: AsyncIterator[list[Chunk]]
-    close: Callable[[], Awaitable[None]] | None = None
+    close: Callable[[], Awaitable[None]]
     """frees what the flow holds (upstream response, limiter slot) even if `batches`
     is never started, e.g. when the client leaves before the body begins."""
 
@@ -61,9 +63,9 @@ async def _chat_chunks(ex: Exchange, chat: ChatRequest) -> ChatOutput:
     status); a failure mid-stream raises ApiError from the batch iterator,
     after every chunk received before it.
     """
-    run = await _unless_client_leaves(ex.request, run_chat(ex, chat))
+    run = await unless_client_leaves(ex.request.receive, run_chat(ex, chat))
     if run is None:
-        raise ApiError(499, "client closed the connection", code="client_closed")
+        raise client_left()
     headers = {k: v for k, v in run.headers().items() if k.startswith("x-toolshim-")}
     return ChatOutput(headers, _run_batches(run), run.aclose)
 
@@ -77,29 +79,14 @@ async def _run_batches(run: ChatRun) -> AsyncIterator[list[Chunk]]:
         await run.aclose()  # shielded inside; accounts the request once
 
 
-def _stream_error(err: Any) -> ApiError:
-    if not isinstance(err, dict):
-        return ApiError(502, str(err), code="upstream_error")
-    return ApiError(502, str(err.get("message")), code=err.get("code") or "upstream_error")
-
-
 # --- routes ----------------------------------------------------------------
 
 
 async def create_response(request: Request) -> Response:
     svc: Services = request.app.state.services
     ex = Exchange(svc, request, RequestRecord(request.state.request_id, "responses"))
-    try:
-        return await _handle(ex, request.app.state.responses)
-    except ApiError as exc:
-        error = exc
-    except Exception:
-        svc.telemetry.log.exception("responses request failed inside toolshim")
-        error = ApiError(500, "internal error in toolshim", type_="server_error")
-    ex.finish(error.status, error.message)
-    response = error.response()
-    response.headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
-    return response
+    return await answer_or_error(ex, _handle(ex, request.app.state.responses),
+                                 "responses request")
 
 
 async def _handle(ex: Exchange, store: ResponsesStore) -> Response:
@@ -122,8 +109,7 @@ async def _handle(ex: Exchange, store: ResponsesStore) -> Response:
         # client leaves before the body starts, only that frees the upstream and slot.
         return StreamingResponse(_events(ex, builder, output, translated, keep),
                                  media_type="text/event-stream",
-                                 background=BackgroundTask(output.close) if output.close
-                                 else None,
+                                 background=BackgroundTask(output.close),
                                  headers={**output.headers, "cache-control": "no-cache",
                                           "x-accel-buffering": "no"})
     async for batch in output.batches:

@@ -81,11 +81,13 @@ def test_prompt_clients_are_unaffected(slow_ok: str) -> None:
             time.sleep(DEADLINE / 2)
 
 
+@pytest.mark.parametrize("path", [b"/v1/chat/completions", b"/v1/responses"])
 def test_a_client_leaving_mid_body_is_a_499_at_info(
-        proxy_url: str, caplog: pytest.LogCaptureFixture) -> None:
+        proxy_url: str, caplog: pytest.LogCaptureFixture, path: bytes) -> None:
+    # Both routes share one error tail (api/failures.answer_or_error).
     caplog.set_level(logging.INFO)
     with _connect(proxy_url) as sock:
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        sock.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\n"
                      b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"mod")
         time.sleep(0.2)
     deadline = time.monotonic() + 5
