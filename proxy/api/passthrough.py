@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-import httpx
 import orjson
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -22,7 +21,6 @@ from proxy.api.chat_request import read_body
 from proxy.api.failures import CLIENT_CLOSED, answer_or_error, error_reply
 from proxy.api.paths import passthrough_path
 from proxy.backends.upstream import (
-    Upstream,
     fetch_listing,
     forward_headers,
     iter_bytes,
@@ -32,6 +30,7 @@ from proxy.backends.upstream import (
 from proxy.console.gate import validation_of
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange
+from proxy.flow.run import UpstreamCall
 from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services
 
@@ -100,18 +99,16 @@ async def _open(ex: Exchange, path: str) -> Response:
                               keep_client_auth=not svc.settings.api_keys)
     # Without this the transport would ask for gzip the client never asked for.
     headers.setdefault("accept-encoding", request.headers.get("accept-encoding", "identity"))
-    await svc.limiter.acquire(upstream.root)
-    call = _Call(ex, upstream)
+    call = _Call(ex, await UpstreamCall.open(svc.limiter, upstream))
     t0 = time.perf_counter()
     try:
-        call.response = await send(upstream, request.method, path, content=body or None,
-                                   headers=headers)
+        response = call.upstream.response = await send(
+            upstream, request.method, path, content=body or None, headers=headers)
     except BaseException:
         await call.close()
         raise
     finally:
         ex.upstream_s += time.perf_counter() - t0
-    response = call.response
     out_headers = passthrough_response_headers(response.headers)
     out_headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
     call.status = response.status_code
@@ -120,20 +117,20 @@ async def _open(ex: Exchange, path: str) -> Response:
 
 
 class _Call:
-    """One passed-through upstream call: its slot, its response, its accounting, once."""
+    """One passed-through upstream call (its slot and response, as chat's: UpstreamCall)
+    and its accounting, once."""
 
-    def __init__(self, ex: Exchange, upstream: Upstream) -> None:
+    def __init__(self, ex: Exchange, upstream: UpstreamCall) -> None:
         self.ex = ex
         self.upstream = upstream
-        self.response: httpx.Response | None = None
         self.status = 502
         self.error: str | None = None
-        self.closed = False
 
     async def relay(self) -> AsyncIterator[bytes]:
-        assert self.response is not None
+        response = self.upstream.response
+        assert response is not None
         try:
-            async for piece in iter_bytes(self.response, self.upstream.root):
+            async for piece in iter_bytes(response, self.upstream.upstream.root):
                 yield piece
         except ApiError as exc:
             # The status line is gone already; ending the body is all that's left.
@@ -147,15 +144,12 @@ class _Call:
 
     async def close(self) -> None:
         """Close upstream, free the slot, log the request: once, whoever calls first."""
-        if self.closed:
+        if self.upstream.closed:
             return
-        self.closed = True
         try:
-            if self.response is not None:
-                await self.response.aclose()
+            await self.upstream.aclose()
         finally:
-            await self.ex.svc.limiter.release(self.upstream.root)
-            if self.response is not None:
+            if self.upstream.response is not None:
                 self.ex.finish(self.status, self.error)
 
 
