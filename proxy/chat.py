@@ -45,6 +45,7 @@ from proxy.backends.listing import require_listed
 from proxy.backends.probe import probe_metadata
 from proxy.backends.refusals import Refusal, classify_refusal
 from proxy.backends.routing import send_chat
+from proxy.backends.sse_frames import wants_usage
 from proxy.backends.upstream import Upstream, forward_headers
 from proxy.console.gate import below_min_validation
 from proxy.errors import ApiError, upstream_error_body
@@ -122,7 +123,7 @@ async def open_turn(ex: Exchange, chat: ChatRequest, profile: Profile,
             await call.aclose()
         raise
     return Turn(call, pipeline, decode=not (ex.record.stream and _trivial(chat, profile)),
-                tap=ex.tap, usage=chat if _wants_usage(chat) else None)
+                tap=ex.tap, usage=chat if wants_usage(chat) else None)
 
 
 def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
@@ -132,13 +133,6 @@ def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
         log.debug("prompt", extra={"record": {
             "request_id": ex.record.request_id, "model": chat["model"],
             "messages": chat["messages"], "tools": chat.get("tools") or []}})
-
-
-def _wants_usage(chat: ChatRequest) -> bool:
-    """A stream whose client asked for the usage chunk (made when the backend sends none)."""
-    options = chat.get("stream_options")
-    return bool(chat.get("stream")) and isinstance(options, dict) \
-        and bool(options.get("include_usage"))
 
 
 def _trivial(chat: ChatRequest, profile: Profile) -> bool:

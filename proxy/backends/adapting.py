@@ -19,7 +19,7 @@ import httpx
 import orjson
 
 from proxy.backends.quirks import EMPTY_STREAM, Quirk, is_empty_stream, quirk_for_error
-from proxy.backends.sse_frames import completion_to_sse
+from proxy.backends.sse_frames import completion_to_sse, wants_usage
 from proxy.backends.upstream import Upstream, iter_bytes, send
 from proxy.errors import ApiError
 from proxy.transforms.request.backend_quirks import without_stream
@@ -46,10 +46,8 @@ class AdaptingSender:
         self.profile = profile
         self._post = post
         self.found: list[Quirk] = []
-        options = client_request.get("stream_options")
         self._stream = bool(client_request.get("stream"))
-        self._usage = self._stream and isinstance(options, dict) \
-            and bool(options.get("include_usage"))
+        self._usage = wants_usage(client_request)
 
     async def send(self, upstream: Upstream, body: ChatRequest,
                    headers: Mapping[str, str]) -> httpx.Response:
@@ -61,13 +59,13 @@ class AdaptingSender:
         response = await post(body)
         if self._stream and not body.get("stream"):
             return await _as_stream(response, self._usage)
-        tools = bool(body.get("tools"))
-        if not body.get("stream") or response.status_code >= 400 or not tools \
+        if not body.get("stream") or response.status_code >= 400 or not body.get("tools") \
                 or "event-stream" not in response.headers.get("content-type", ""):
             return response  # nothing to watch: the bytes go to the relay untouched
+        # A streamed request with tools: the first bytes say whether the stream is empty.
         pieces = aiter(iter_bytes(response, upstream.root))
-        first = await _first_bytes(pieces) if tools else b""
-        if tools and is_empty_stream(first):
+        first = await _first_bytes(pieces)
+        if is_empty_stream(first):
             await response.aclose()
             self._learn(EMPTY_STREAM)
             retry = await _post_again(post, without_stream(body))

@@ -27,6 +27,7 @@ from proxy.backends.context import (
 )
 from proxy.backends.ollama import model_limits, open_native, running_window, upstream_kind
 from proxy.backends.ollama_request import to_native
+from proxy.backends.sse_frames import wants_usage
 from proxy.backends.upstream import Upstream, send
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange
@@ -63,9 +64,7 @@ async def send_chat(ex: Exchange, upstream: Upstream, body: ChatRequest, profile
     def finished(prompt_eval_count: int | None) -> None:
         _learn_ratio(ex, profile, chars, prompt_eval_count, num_ctx)
 
-    options = body.get("stream_options")
-    include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-    response = await open_native(upstream, native, headers, include_usage=include_usage,
+    response = await open_native(upstream, native, headers, include_usage=wants_usage(body),
                                  id_factory=new_call_id, finished=finished)
     if response.status_code < 400:
         if num_ctx is not None:

@@ -63,6 +63,13 @@ def estimate_tokens(text_chars: int) -> int:
     return max(1, -(-text_chars // CHARS_PER_TOKEN))
 
 
+def wants_usage(request: JSON) -> bool:
+    """A stream whose client asked for the usage chunk (`stream_options.include_usage`)."""
+    options = request.get("stream_options")
+    return bool(request.get("stream")) and isinstance(options, dict) \
+        and bool(options.get("include_usage"))
+
+
 class UsageCounter:
     """Watches a stream for the usage chunk the client asked for; makes one if none came.
 
