@@ -15,6 +15,10 @@ _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 
 DONE = b"[DONE]"
 DONE_FRAME = b"data: [DONE]\n\n"
+KEEPALIVE = b": keep-alive"
+"""a batch item that is no chunk: the flow's sign of life while it waits (server tools);
+writers compare it by identity and send an SSE comment, readers of chunks skip it."""
+KEEPALIVE_FRAME = KEEPALIVE + b"\n\n"
 
 
 @dataclass(frozen=True, slots=True)

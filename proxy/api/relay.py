@@ -23,7 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from proxy.errors import ApiError, error_body
 from proxy.flow.exchange import call_headers
 from proxy.flow.run import ChatRun
-from proxy.sse import DONE_FRAME
+from proxy.sse import DONE_FRAME, KEEPALIVE, KEEPALIVE_FRAME, encode_data
 from proxy.transforms.response.completion import chunks_to_completion
 from proxy.types import Chunk
 
@@ -55,9 +55,9 @@ async def _sse_body(run: ChatRun) -> AsyncIterator[bytes]:
 
 
 def _frame(item: bytes | Chunk) -> bytes:
-    if isinstance(item, bytes):  # a comment (keep-alive) is written as it is
-        return (item if item[:1] == b":" else b"data: " + item) + b"\n\n"
-    return b"data: " + orjson.dumps(item) + b"\n\n"
+    if item is KEEPALIVE:
+        return KEEPALIVE_FRAME
+    return encode_data(item if isinstance(item, bytes) else orjson.dumps(item))
 
 
 async def json_response(run: ChatRun) -> Response:
@@ -81,5 +81,5 @@ def _template(first: Chunk) -> Chunk:
 
 
 def _error_frame(message: str, status: int, code: str | None) -> bytes:
-    return b"data: " + orjson.dumps(error_body(message, status, code=code)) + b"\n\n"
+    return encode_data(orjson.dumps(error_body(message, status, code=code)))
 

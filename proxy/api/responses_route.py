@@ -32,6 +32,7 @@ from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.run import ChatRun
 from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services
+from proxy.sse import KEEPALIVE, KEEPALIVE_FRAME
 from proxy.types import JSON, ChatRequest, Chunk
 
 _DEFAULTS: JSON = {"instructions": None, "tool_choice": "auto", "parallel_tool_calls": True,
@@ -74,7 +75,8 @@ async def _run_batches(run: ChatRun) -> AsyncIterator[list[Chunk]]:
     try:
         async for batch in run.batches():
             # The fast path hands chunks over as the upstream's JSON bytes.
-            yield [orjson.loads(item) if isinstance(item, bytes) else item for item in batch]
+            yield [orjson.loads(item) if isinstance(item, bytes) else item for item in batch
+                   if item is not KEEPALIVE]  # a keep-alive becomes an empty batch
     finally:
         await run.aclose()  # shielded inside; accounts the request once
 
@@ -142,6 +144,9 @@ async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
     yield _frames(builder.start())
     try:
         async for batch in output.batches:
+            if not batch:  # the flow is waiting (server tools): a comment keeps the client
+                yield KEEPALIVE_FRAME
+                continue
             events = [e for chunk in batch for e in builder.feed(chunk)]
             if events:
                 yield _frames(events)

@@ -28,6 +28,7 @@ from proxy.console.tap import Tap
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, toolshim_headers
 from proxy.flow.translate import ChunkOut, CompletionTranslator, SseTranslator, Translator
+from proxy.sse import KEEPALIVE
 from proxy.state.limits import Limiter
 from proxy.transforms.response import ResponsePipeline
 from proxy.transforms.response.assembly import CallCounts
@@ -172,7 +173,8 @@ class ChatRun:
     async def chunks(self) -> AsyncIterator[Chunk]:
         async for batch in self.batches():
             for item in batch:
-                yield orjson.loads(item) if isinstance(item, bytes) else item
+                if item is not KEEPALIVE:
+                    yield orjson.loads(item) if isinstance(item, bytes) else item
 
     async def aclose(self) -> None:
         if self.summary is not None:

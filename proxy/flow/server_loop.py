@@ -29,11 +29,11 @@ from proxy.flow.translate import ChunkOut
 from proxy.server_tools.host import ToolHost
 from proxy.server_tools.loop import LoopGuard, next_messages, put_back, set_aside, split_calls
 from proxy.server_tools.runner import ToolOutcome
+from proxy.sse import KEEPALIVE
 from proxy.transforms.response import ResponsePipeline
 from proxy.types import ChatRequest, Chunk, Profile
 
 OpenTurn = Callable[[Exchange, ChatRequest, Profile, Upstream], Awaitable[Turn]]
-KEEPALIVE = b": keep-alive"
 """an SSE comment line; relay.py writes items that start with ':' as they are."""
 KEEPALIVE_EVERY = 5.0
 """seconds between keep-alives while server tools run (clients and proxies time out ~30-60 s)."""

@@ -351,6 +351,18 @@ def test_keepalives_while_a_tool_runs(fake: FakeOllama, proxy_url: str,
     assert body.rstrip().endswith("data: [DONE]")
 
 
+def test_keepalives_reach_a_responses_stream_too(fake: FakeOllama, proxy_url: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # The loop's keep-alive is an SSE comment, not a chunk: the Responses stream
+    # writes it as one and goes on to the answer.
+    monkeypatch.setattr(server_loop, "KEEPALIVE_EVERY", 0.1)
+    _then(fake, "qwen3:8b", tool_call("slow", {}), answer="ok")
+    body = httpx.post(proxy_url + "/v1/responses", timeout=10, json={
+        "model": "qwen3:8b", "input": "help", "stream": True}).text
+    assert body.count(": keep-alive\n\n") >= 2
+    assert "event: response.completed" in body and "response.failed" not in body
+
+
 def test_a_client_leaving_mid_loop_cancels_the_tool(fake: FakeOllama, proxy_url: str,
                                                     stock: tuple[Stock, str]) -> None:
     _then(fake, "qwen3:8b", tool_call("hang", {}), answer="never")
