@@ -77,9 +77,9 @@ class Turn:
         self.pipeline = pipeline
         self.decode = decode
         self.tap = tap
+        """the console's view of the raw answer (a bench capture), when asked for."""
         self.usage = usage
         """the request whose usage the client asked for on a stream, else None."""
-        """the console's view of the raw answer (a bench capture), when asked for."""
         self.own_s = 0.0
 
     def _translator(self, response: httpx.Response) -> Translator:

@@ -50,13 +50,6 @@ class ResponsePipeline:
             carried = nxt
         return carried
 
-    def plain_ok(self, text: str) -> bool:
-        return all(stage.plain_ok(text) for stage in self.stages)
-
-    def take_plain(self, chunk: Chunk, text: str) -> None:
-        for stage in self.stages:
-            stage.take_plain(chunk, text)
-
     def passes_plain(self, chunk: Chunk, text: str) -> bool:
         """A content-only chunk no stage would change: noted by all of them, True;
         False (no state touched): it must go through `feed`."""

@@ -69,9 +69,10 @@ class _Splitter:
             # already gone out as content.
             self.inside = tag == THINK_OPEN
             self.fresh = False
-        if "".join(content).strip():
+        text = "".join(content)
+        if self.fresh and text.strip():
             self.fresh = False
-        return "".join(content), "".join(reasoning)
+        return text, "".join(reasoning)
 
     def end(self) -> tuple[str, str]:
         held, self.held = self.held, ""
