@@ -4,7 +4,7 @@
 every check, so a call appears only once it passed) and yields the events of
 the Responses stream in the documented order, each with the next
 `sequence_number`. A message's text and a reasoning summary are streamed as
-they arrive; the same builder, fed a whole completion, makes the
+they arrive; the same builder, fed the chunks of a whole answer, makes the
 non-streaming response object.
 """
 
@@ -22,19 +22,6 @@ Event = dict[str, Any]
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
-
-
-def completion_as_chunk(completion: JSON) -> Chunk:
-    """A whole chat.completion as one chunk, so one builder serves both modes."""
-    choices = []
-    for choice in completion.get("choices") or []:
-        message = dict(choice.get("message") or {})
-        calls = message.get("tool_calls")
-        if isinstance(calls, list):
-            message["tool_calls"] = [{**c, "index": i} for i, c in enumerate(calls)]
-        choices.append({"index": choice.get("index", 0), "delta": message,
-                        "finish_reason": choice.get("finish_reason")})
-    return {"choices": choices, "usage": completion.get("usage")}
 
 
 class ResponseBuilder:

@@ -82,10 +82,6 @@ def forward_headers(incoming: Mapping[str, str], upstream: Upstream,
     return out
 
 
-def response_headers(headers: httpx.Headers) -> dict[str, str]:
-    return {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
-
-
 def passthrough_response_headers(headers: httpx.Headers) -> dict[str, str]:
     """An upstream's headers fit to relay: no hop-by-hop ones (those its Connection
     header names too) and no `date` (the server adds its own: one date header)."""

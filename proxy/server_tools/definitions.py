@@ -118,8 +118,3 @@ def check_tool_name(name: str) -> str:
     if "__" in name:
         raise ValueError(f"server tool name {name!r} may not contain '__' (MCP prefixes use it)")
     return name
-
-
-def env_names(text: str) -> list[str]:
-    """The `${NAME}` references in text."""
-    return ENV_REFERENCE.findall(text)

@@ -12,7 +12,7 @@ from openai._models import construct_type
 from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.responses import ResponseStreamEvent
 
-from proxy.api.responses_events import ResponseBuilder, completion_as_chunk
+from proxy.api.responses_events import ResponseBuilder
 from proxy.types import Chunk
 
 ECHO: dict[str, Any] = {"model": "m", "tools": [], "tool_choice": "auto",
@@ -120,17 +120,6 @@ def test_failure_closes_open_items_then_fails() -> None:
         "response.output_item.done", "response.failed"]
     assert events[-1]["response"]["error"] == {"code": "server_error",
                                                "message": "upstream went away"}
-
-
-def test_whole_completion_as_one_chunk() -> None:
-    completion = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-        "role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "a", "arguments": "{}"}},
-            {"id": "c2", "type": "function", "function": {"name": "b", "arguments": "{}"}}]}}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
-    builder, _ = _run([completion_as_chunk(completion)])
-    assert [(i["call_id"], i["name"]) for i in builder.response["output"]] == \
-        [("c1", "a"), ("c2", "b")]
 
 
 # --- properties ---------------------------------------------------------------------
