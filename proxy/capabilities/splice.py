@@ -36,7 +36,7 @@ def splice_learned(
     With `max_entries`, the entries learned longest ago (`at`) are removed
     until at most that many remain.
     """
-    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
+    lines = split_lines(text)
     span = _learned_span(lines)
     yaml = _yaml()
     doc = yaml.load("".join(lines[span[0]:span[1]])) if span else None
@@ -132,15 +132,24 @@ def _merge_into(entry: CommentedMap, fact: LearnedFact) -> None:
 def _learned_span(lines: Sequence[str]) -> tuple[int, int] | None:
     """Line range of the top-level `learned:` key, without trailing blanks and col-0 comments."""
     start = next((i for i, line in enumerate(lines) if _LEARNED_KEY.match(line)), None)
-    if start is None:
-        return None
-    end = start + 1
-    while end < len(lines) and not _is_top_level(lines[end]):
-        end += 1
-    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
-        end -= 1  # a column-0 comment after the section introduces what follows
-    return start, end
+    return None if start is None else (start, section_end(lines, start))
 
 
-def _is_top_level(line: str) -> bool:
+def split_lines(text: str) -> list[str]:
+    """text as lines that keep their endings (the last may have none): joined, text again."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
+
+
+def is_top_level(line: str) -> bool:
     return bool(line.strip()) and not line[0].isspace() and not line.startswith("#")
+
+
+def section_end(lines: Sequence[str], header: int) -> int:
+    """Index after the last line of the top-level section whose key is at `header`;
+    trailing blanks and column-0 comments introduce what follows, so they are left out."""
+    end = header + 1
+    while end < len(lines) and not is_top_level(lines[end]):
+        end += 1
+    while end > header + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1
+    return end

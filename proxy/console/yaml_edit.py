@@ -16,6 +16,7 @@ from typing import Any
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.schema import BOOKKEEPING
+from proxy.capabilities.splice import is_top_level, section_end, split_lines
 from proxy.console.gate import find_learned
 
 _SECTION = re.compile(r"""^(?P<q>["']?)(?P<name>[A-Za-z_]+)(?P=q)[ \t]*:(?P<rest>.*?)\r?\n?$""")
@@ -31,7 +32,7 @@ class EditError(ValueError):
 
 def forget_text(text: str, model: str) -> str:
     """`text` without the `learned:` entry for `model`."""
-    lines = _lines(text)
+    lines = split_lines(text)
     start, end = _entry_span(lines, "learned", model)
     return "".join(lines[:start] + lines[end:])
 
@@ -52,7 +53,7 @@ def promote_text(text: str, model: str, today: str) -> str:
     if not fields:
         raise EditError(f"the learned entry for {model!r} sets no behaviour to promote")
     lines = forget_text(text, model)
-    return _add_model(_lines(lines), name, fields, _comment(entry, today))
+    return _add_model(split_lines(lines), name, fields, _comment(entry, today))
 
 
 def _comment(entry: Any, today: str) -> str:
@@ -83,7 +84,7 @@ def _add_model(lines: list[str], name: str, fields: Mapping[str, Any], comment: 
         raise EditError("models: is written in flow style; add the entry by hand")
     if rest and rest.group("rest").strip().startswith("{}"):
         lines = lines[:header] + ["models:" + newline] + lines[header + 1:]
-    end = _section_end(lines, header)
+    end = section_end(lines, header)
     indent = _child_indent(lines, header, end)
     block = _render(name, fields, comment, indent, newline)
     return "".join(_ensure_eol(lines[:end], newline) + block + lines[end:])
@@ -104,31 +105,12 @@ def _ensure_eol(lines: list[str], newline: str) -> list[str]:
     return lines
 
 
-def _lines(text: str) -> list[str]:
-    return re.findall(r"[^\n]*\n|[^\n]+$", text)
-
-
-def _is_top_level(line: str) -> bool:
-    return bool(line.strip()) and not line[0].isspace() and not line.startswith("#")
-
-
 def _find_section(lines: list[str], section: str) -> int | None:
     for i, line in enumerate(lines):
-        found = _SECTION.match(line) if _is_top_level(line) else None
+        found = _SECTION.match(line) if is_top_level(line) else None
         if found and found.group("name") == section:
             return i
     return None
-
-
-def _section_end(lines: list[str], header: int) -> int:
-    """Index after the section's last entry line (trailing blanks and col-0 comments
-    belong to what follows)."""
-    end = header + 1
-    while end < len(lines) and not _is_top_level(lines[end]):
-        end += 1
-    while end > header + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
-        end -= 1
-    return end
 
 
 def _child_indent(lines: list[str], header: int, end: int) -> str:
@@ -144,7 +126,7 @@ def _entry_span(lines: list[str], section: str, model: str) -> tuple[int, int]:
     header = _find_section(lines, section)
     if header is None:
         raise EditError(f"no {section}: section in the file")
-    end = _section_end(lines, header)
+    end = section_end(lines, header)
     indent = _child_indent(lines, header, end)
     want = normalise_model_name(model)
     for i in range(header + 1, end):
