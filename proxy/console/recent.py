@@ -104,11 +104,12 @@ class ConsoleState:
             self._recent.append(_Finished(record, time.time(), observations, tap.prompt))
         if record.model is None or record.endpoint != "chat.completions":
             return
-        counters = self.counters.get(record.model)
+        counters = self.counters.pop(record.model, None)
         if counters is None:
-            if len(self.counters) >= _MAX_MODELS:  # made-up model names: forget the oldest
-                del self.counters[next(iter(self.counters))]
-            counters = self.counters[record.model] = ModelCounters()
+            if len(self.counters) >= _MAX_MODELS:  # made-up model names: forget the least
+                del self.counters[next(iter(self.counters))]  # recently used
+            counters = ModelCounters()
+        self.counters[record.model] = counters  # re-inserted: the dict's order is LRU
         refusals = 0
         for obs in observations:
             refusals += obs.kind in _REFUSALS

@@ -54,6 +54,16 @@ def test_counters_stay_bounded_under_made_up_model_names() -> None:
     assert "made-up-1004" in state.counters
 
 
+def test_a_model_in_use_outlives_a_flood_of_made_up_names() -> None:
+    state = ConsoleState(0)
+    state.finished(_record(0, model="qwen3:8b"), [], Tap())
+    for n in range(1, 1200):
+        state.finished(_record(n, model=f"made-up-{n}"), [], Tap())
+        if n % 500 == 0:  # the real model keeps being asked
+            state.finished(_record(n, model="qwen3:8b"), [], Tap())
+    assert len(state.counters) == 1000 and state.counters["qwen3:8b"].requests == 3
+
+
 def test_only_registered_capture_tokens_capture() -> None:
     state = ConsoleState()
     token, capture = state.new_capture()
