@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from proxy.capabilities import load, resolve
+
 SHIPPED = Path(__file__).resolve().parents[2] / "capabilities.yaml"
 
 TOP_KEYS = {"version", "defaults", "models", "learned"}
@@ -251,7 +253,6 @@ def test_every_entry_or_group_says_why() -> None:
 
 
 def test_the_project_loader_accepts_the_file() -> None:
-    load = pytest.importorskip("proxy.capabilities.load")
     _caps, problems = load.parse_capabilities(SHIPPED.read_text(encoding="utf-8"), str(SHIPPED))
     assert problems == []
 
@@ -284,8 +285,6 @@ RESOLVED: dict[str, dict[str, object]] = {
 
 @pytest.mark.parametrize("name", sorted(RESOLVED))
 def test_the_project_resolver_gives_the_intended_profile(name: str) -> None:
-    load = pytest.importorskip("proxy.capabilities.load")
-    resolve = pytest.importorskip("proxy.capabilities.resolve")
     caps, problems = load.parse_capabilities(SHIPPED.read_text(encoding="utf-8"), str(SHIPPED))
     assert problems == []
     profile = resolve.resolve_profile(caps, name)

@@ -292,7 +292,7 @@ async def test_min_validation_turns_tools_off_for_a_weak_model(
     assert answer.headers["x-toolshim-rung"] == "off-min-validation"
     assert "tools" not in fake.chat_requests()[-1]
     plain = await http.post("/v1/chat/completions", json=_chat("qwen3:8b"))
-    assert "x-toolshim-rung" not in plain.headers or plain.headers["x-toolshim-rung"] == "native"
+    assert plain.headers["x-toolshim-rung"] == "native"
 
 
 async def test_min_validation_finds_a_learned_key_spelled_another_way(

@@ -129,8 +129,9 @@ async def test_generated_hostile_bodies_never_get_a_500(asgi: httpx.AsyncClient,
     raw = json.dumps(body).encode().replace(
         b'"__deep__"', b"[" * depth + b'"x"' + b"]" * depth)
     response = await asgi.post("/v1/chat/completions", content=raw)
-    assert response.status_code < 500 or response.status_code in (502, 504), response.text
-    assert "error" in response.json() or response.status_code == 200
+    # The fake upstream is healthy: whatever the body, no 5xx of any kind.
+    assert response.status_code < 500, response.text
+    assert response.status_code == 200 or "error" in response.json()
 
 
 async def test_refs_that_fan_out_exponentially_are_a_400(asgi: httpx.AsyncClient) -> None:

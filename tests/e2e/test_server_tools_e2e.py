@@ -133,7 +133,6 @@ def caps_path(tmp_path: Path, stock: tuple[Stock, str], request: pytest.FixtureR
 
 @pytest.fixture
 def mcp_url() -> Iterator[str]:
-    pytest.importorskip("mcp_server_time")
     with serve(_mcp_app()) as url:
         yield url + "/mcp"
 
@@ -189,7 +188,7 @@ def test_calculator_streamed_holds_the_call_and_counts_in_the_finish_chunk(
     text, finish, calls, info = _stream(client)
     assert (text, finish, calls) == ("Five.", "stop", [])
     assert info == {"server_tool_calls": 1, "server_tool_iterations": 1}
-    assert _tool_results(fake) == ["5.0"] or _tool_results(fake) == ["5"]
+    assert _tool_results(fake) == ["5"]
 
 
 @pytest.mark.parametrize("expression", ["__import__('os').system('id')", "9**9**9**9",
@@ -241,7 +240,7 @@ def test_http_tool_allowlist_refusal_and_timeout_are_results(
     done = client.chat.completions.create(model="qwen3:8b", messages=MSG)
     assert done.choices[0].message.content == "Both failed."
     refused, late = (orjson.loads(r)["error"] for r in _tool_results(fake))
-    assert "127.0.0.1" in refused or "allow" in refused
+    assert "host '127.0.0.1' is not in the tool's allowed_hosts" in refused
     assert "0.5 s" in late
 
 

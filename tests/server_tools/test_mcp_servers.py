@@ -14,9 +14,6 @@ from proxy.server_tools.local import ToolError
 from proxy.server_tools.mcp_servers import McpServers
 from tests.support.servers import serve
 
-pytest.importorskip("mcp")
-pytest.importorskip("mcp_server_time")
-
 
 async def _ready(servers: McpServers, name: str) -> None:
     for _ in range(300):
