@@ -51,14 +51,22 @@ def tool_call(name: str, arguments: Any, call_id: str = "call_k3x9a0qz", index: 
 
 def no_tools_body(model: str, legacy: bool = False) -> bytes:
     """R1: 400 for a model whose template has no tools."""
-    name = model if "/" in model else f"registry.ollama.ai/library/{_tagged(model)}"
     kind = "api_error" if legacy else "invalid_request_error"
-    return orjson.dumps({"error": {"message": f"{name} does not support tools", "type": kind,
+    return orjson.dumps({"error": {"message": f"{qualified_name(model)} does not support tools",
+                                   "type": kind,
                                    "param": None, "code": None}}) + b"\n"
 
 
 def _tagged(model: str) -> str:
     return model if ":" in model else model + ":latest"
+
+
+def qualified_name(model: str) -> str:
+    """Ollama's `model.Name.String()` in its errors: host/namespace/model:tag, with the
+    defaults (registry.ollama.ai, library, latest) filled in."""
+    parts = _tagged(model).split("/")
+    defaults = ["registry.ollama.ai", "library"][: max(0, 3 - len(parts))]
+    return "/".join([*defaults, *parts])
 
 
 class FakeOllama:
@@ -108,8 +116,9 @@ class FakeOllama:
                             media_type=reply.content_type)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            # Exactly `text/event-stream` (Go's header; media_type would add a charset).
             return StreamingResponse(self._events(model, reply, include_usage),
-                                     media_type="text/event-stream")
+                                     headers={"content-type": "text/event-stream"})
         if reply.delay and await self._client_left(request, reply.delay):
             return Response(b"", status_code=499)
         return Response(orjson.dumps(self._completion(model, reply)),
@@ -138,7 +147,8 @@ class FakeOllama:
         finish = reply.finish
         if reply.tool_calls:
             message["tool_calls"] = reply.tool_calls
-            finish = "tool_calls" if finish == "stop" else finish
+            # tool_calls only after a natural stop since v0.32.6; always before (legacy)
+            finish = "tool_calls" if finish == "stop" or self.legacy else finish
         return {"id": "chatcmpl-88", "object": "chat.completion", "created": T, "model": model,
                 "system_fingerprint": "fp_ollama",
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
@@ -179,7 +189,7 @@ class FakeOllama:
         frames = [_frame({**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]})
                   for d in deltas]
         finish = reply.finish
-        if reply.tool_calls and finish == "stop":
+        if reply.tool_calls and (finish == "stop" or self.legacy):
             finish = "tool_calls"
         last_delta: dict[str, Any] = {"role": "assistant", "content": ""} if self.legacy else {}
         frames.append(_frame({**base, "choices": [{"index": 0, "delta": last_delta,

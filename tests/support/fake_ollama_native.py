@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from support.fake_ollama import FakeOllama, Reply, _tagged
+from support.fake_ollama import FakeOllama, Reply, _tagged, qualified_name
 
 NATIVE_JSON = "application/json; charset=utf-8"
 CREATED_AT = "2025-07-07T20:22:19.184789Z"
@@ -159,14 +159,16 @@ class FakeOllamaNative(FakeOllama):
         if model not in self.models:
             return _native_error(404, f"model '{body.get('model')}' not found")
         if body.get("tools") and not self.models[model]["tools"]:
-            name = f"registry.ollama.ai/library/{model}"
-            return _native_error(400, f"{name} does not support tools")
+            return _native_error(400, f"{qualified_name(model)} does not support tools")
         sees, prompt_tokens = self._sees_tools(model, body, options.get("num_ctx"))
         queue = self.replies.get(model) or [NativeReply(content=["Hello", " from ", model])]
         reply = queue.pop(0) if len(queue) > 1 else queue[0]
         if reply.status != 200 or reply.body is not None:
             return Response(reply.body or b"", status_code=reply.status,
                             media_type=reply.content_type)
+        if isinstance(reply, NativeReply) and reply.error_after == 0:
+            # Nothing written yet: Ollama answers with a status, not an NDJSON error line.
+            return _native_error(500, "an error was encountered while running the model")
         if not sees and reply.tool_calls:
             reply = NativeReply(content=[BLIND_ANSWER])
         lines = self._lines(body["model"], reply, prompt_tokens)
