@@ -11,18 +11,16 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from ruamel.yaml import YAML
 from support.battery import good_answers, script
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
-from support.servers import free_port
+from support.servers import free_port, wait_until_ok
 
 CHROMIUM = "/usr/bin/chromium"
 KEY = "sk-browser-test-5678"
@@ -73,16 +71,7 @@ def toolshim(fake_url: str, caps_path: Path, tmp_path: Path) -> Iterator[str]:
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "toolshim exited"
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError("toolshim did not start")
+    assert wait_until_ok(url + "/healthz", proc, what="toolshim"), "toolshim exited"
 
 
 @pytest.fixture

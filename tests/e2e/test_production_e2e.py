@@ -22,7 +22,7 @@ import orjson
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
 from support.fake_ollama import FakeOllama, Reply
-from support.servers import free_port, serve
+from support.servers import free_port, serve, wait_until_ok
 
 from proxy.app import create_app
 from proxy.settings import Settings
@@ -51,17 +51,8 @@ def proxy_process(fake_url: str, caps: Path, log: Path, *args: str
 
 
 def _wait_up(proc: subprocess.Popen[bytes], url: str) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"proxy exited with {proc.returncode}")
-        try:
-            if httpx.get(url + "/healthz", timeout=0.5).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError("proxy did not start")
+    if not wait_until_ok(url + "/healthz", proc, what="the proxy"):
+        raise RuntimeError(f"proxy exited with {proc.returncode}")
 
 
 def test_sigterm_lets_an_open_stream_finish(fake: FakeOllama, fake_url: str, caps_path: Path,

@@ -11,15 +11,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
 
-from support.servers import free_port
+from support.servers import free_port, wait_until_ok
 
 MODEL = "smollm2-135m-instruct"
 BUILD_HINT = "run scripts/real-backend.sh to build it (docs/real-backend.md)"
@@ -84,14 +82,5 @@ def real_server(workdir: Path) -> Iterator[str]:
 
 
 def _wait_until_up(url: str, server: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"the real backend exited with {server.returncode}")
-        try:
-            if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError("the real backend did not start in time")
+    if not wait_until_ok(url + "/v1/models", server, timeout=timeout, what="the real backend"):
+        raise RuntimeError(f"the real backend exited with {server.returncode}")

@@ -6,14 +6,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from support.servers import free_port
+from support.servers import free_port, wait_until_ok
 
 
 @dataclass
@@ -75,14 +72,4 @@ def stop_all(replicas: Sequence[Replica]) -> None:
 
 def _wait_healthy(replica: Replica) -> bool:
     """True once it answers; False if it exited (e.g. its port was taken)."""
-    deadline = time.monotonic() + 40
-    while True:
-        if replica.proc.poll() is not None:
-            return False
-        try:
-            if httpx.get(replica.url + "/healthz", timeout=1).status_code == 200:
-                return True
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, "replica did not start"
-        time.sleep(0.1)
+    return wait_until_ok(replica.url + "/healthz", replica.proc, timeout=40, what="replica")

@@ -39,3 +39,22 @@ def serve(app: Any, *, lifespan: str = "on", graceful: float | None = None,
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def wait_until_ok(url: str, proc: Any, *, timeout: float = 20.0, what: str = "the server"
+                  ) -> bool:
+    """Poll `url` until it answers 200: True. False if `proc` (a Popen) exited first;
+    past `timeout`, an AssertionError."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            return False
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, f"{what} did not start in {timeout:.0f} s"
+        time.sleep(0.05)
