@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.mcp_inventory import inventory_app
 from support.servers import serve
 
 from proxy.flow import server_loop
@@ -69,19 +70,6 @@ class Stock:
 
         return Starlette(routes=[Route("/stock/{item}", stock), Route("/slow", slow),
                                  Route("/hang", hang)])
-
-
-def _mcp_app() -> object:
-    from mcp.server.mcpserver import MCPServer
-
-    server = MCPServer("inventory")
-
-    @server.tool()
-    def stock(item: str) -> str:
-        """Stock level of an item."""
-        return f"{item}: 7 in stock"
-
-    return server.streamable_http_app()
 
 
 @pytest.fixture
@@ -133,7 +121,7 @@ def caps_path(tmp_path: Path, stock: tuple[Stock, str], request: pytest.FixtureR
 
 @pytest.fixture
 def mcp_url() -> Iterator[str]:
-    with serve(_mcp_app()) as url:
+    with serve(inventory_app()) as url:
         yield url + "/mcp"
 
 

@@ -12,6 +12,7 @@ import pytest
 from proxy.server_tools.definitions import McpTool
 from proxy.server_tools.local import ToolError
 from proxy.server_tools.mcp_servers import McpServers
+from tests.support.mcp_inventory import inventory_app
 from tests.support.servers import serve
 
 
@@ -58,22 +59,9 @@ async def test_a_server_that_cannot_start_is_reported_not_raised() -> None:
         await servers.aclose()
 
 
-def _http_mcp_app() -> object:
-    from mcp.server.mcpserver import MCPServer
-
-    server = MCPServer("inventory")
-
-    @server.tool()
-    def stock(item: str) -> str:
-        """Stock level of an item."""
-        return f"{item}: 7 in stock"
-
-    return server.streamable_http_app()
-
-
 @pytest.fixture
 def http_mcp_url() -> Iterator[str]:
-    with serve(_http_mcp_app()) as url:
+    with serve(inventory_app()) as url:
         yield url + "/mcp"
 
 
