@@ -23,7 +23,7 @@ from proxy.api.client_timeouts import BodyTimeoutMiddleware
 from proxy.api.passthrough import forward, list_models
 from proxy.api.responses_route import create_response, delete_response, get_response
 from proxy.api.responses_store import ResponsesStore
-from proxy.backends.upstream import Upstream, fetch_listing, make_client
+from proxy.backends.upstream import Upstream, fetch_listing, make_upstream
 from proxy.capabilities.store import CapabilityStore
 from proxy.chat import chat_completions
 from proxy.console.recent import ConsoleState
@@ -55,9 +55,8 @@ def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Se
     for root in settings.all_upstreams():
         env_name = settings.key_env_for(root)
         key = os.environ.get(env_name) if env_name else None
-        client = make_client(root, settings.connect_timeout, settings.read_timeout,
-                             settings.max_concurrency)
-        upstreams[root] = Upstream(root, client, api_key=key)
+        upstreams[root] = make_upstream(root, key, settings.connect_timeout,
+                                        settings.read_timeout, settings.max_concurrency)
     telemetry = telemetry or Telemetry(log)
     store = CapabilityStore(settings.capabilities, check_interval=settings.reload_interval,
                             max_learned=settings.max_learned,

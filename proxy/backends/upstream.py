@@ -1,25 +1,26 @@
 """Pooled HTTP clients to the backends, sending, and transport-error mapping.
 
-One `httpx.AsyncClient` per upstream for the app's life. Its transport is
-httpx-aiohttp: httpx's own connection pool degrades badly under concurrency
-(encode/httpx#3215; a plain starlette+httpx forwarder manages ~340 req/s at
-concurrency 32 on this class of machine), aiohttp's pool does not, and the
-OpenAI SDK ships the same transport. This module makes no decisions: which
-upstream, whether to retry, what to change are the callers'.
+One `httpx.AsyncClient` per upstream for the app's life, over our own lean
+HTTP/1.1 transport (backends/wire.py: keep-alive pool, httptools parser).
+The chat and pass-through hot path hands its request straight to that
+transport (`send`): `AsyncClient.send` adds auth, redirect and cookie
+handling a backend call never needs (and a cookie jar shared by every client
+of the proxy is not something to keep). This module makes no decisions:
+which upstream, whether to retry, what to change are the callers'.
 """
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import httpx
 import orjson
-from httpx_aiohttp import AiohttpTransport
 
+from proxy.backends.wire import WireTransport
 from proxy.errors import ApiError
 from proxy.settings import redact_url
 
@@ -39,6 +40,15 @@ class Upstream:
     """monotonic time of the last HTTP answer of any status: the backend is up."""
 
     urls: dict[str, httpx.URL] = field(default_factory=dict, repr=False)
+    wire: WireTransport | None = field(default=None, repr=False)
+    """the client's transport, for `send` to hand requests to directly."""
+    basic_auth: str | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        parsed = httpx.URL(self.root)
+        if parsed.username or parsed.password:  # http://user:pass@host: as httpx would
+            pair = f"{parsed.username}:{parsed.password}".encode()
+            self.basic_auth = "Basic " + base64.b64encode(pair).decode("ascii")
 
     def url(self, path: str) -> httpx.URL:
         """Absolute URL for a path; the fixed API paths are parsed once."""
@@ -54,11 +64,17 @@ def make_client(root: str, connect_timeout: float, read_timeout: float,
                 max_connections: int) -> httpx.AsyncClient:
     timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=read_timeout,
                             pool=connect_timeout)
-    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=256,
-                          keepalive_expiry=30.0)
-    transport = AiohttpTransport(limits=limits, trust_env=False)
+    transport = WireTransport(max_connections=max_connections, max_idle=256,
+                              keepalive_expiry=30.0)
     return httpx.AsyncClient(base_url=root, transport=transport, timeout=timeout,
                              trust_env=False)
+
+
+def make_upstream(root: str, api_key: str | None, connect_timeout: float,
+                  read_timeout: float, max_connections: int) -> Upstream:
+    client = make_client(root, connect_timeout, read_timeout, max_connections)
+    wire = client._transport if isinstance(client._transport, WireTransport) else None
+    return Upstream(root, client, api_key=api_key, wire=wire)
 
 
 def forward_headers(incoming: Mapping[str, str], upstream: Upstream,
@@ -99,10 +115,16 @@ async def send(upstream: Upstream, method: str, path: str, *, content: bytes | N
     """
     # Built by hand with a pre-parsed URL: client.build_request re-parses and
     # merges base URL and headers, ~150 us a request on this machine's class.
+    if upstream.basic_auth is not None and not any(k.lower() == "authorization"
+                                                   for k in headers):
+        headers = {**headers, "authorization": upstream.basic_auth}
     request = httpx.Request(method, upstream.url(path), content=content, headers=headers,
                             extensions={"timeout": upstream.client.timeout.as_dict()})
     try:
-        response = await upstream.client.send(request, stream=True)
+        if upstream.wire is not None:
+            response = await upstream.wire.handle_async_request(request)
+        else:  # a client built elsewhere (tests hand in their own)
+            response = await upstream.client.send(request, stream=True)
     except httpx.TransportError as exc:
         raise transport_error(exc, upstream.root) from None
     upstream.last_answer = time.monotonic()
@@ -115,27 +137,7 @@ async def iter_bytes(response: httpx.Response, root: str) -> AsyncIterator[bytes
         async for piece in response.aiter_raw():
             yield piece
     except httpx.TransportError as exc:
-        received = _buffered_before_failure(response)
-        if received:
-            yield received
         raise transport_error(exc, root) from None
-
-
-def _buffered_before_failure(response: httpx.Response) -> bytes:
-    """Bytes aiohttp had received but not handed out when the connection broke.
-
-    aiohttp's StreamReader raises a stored connection error before returning
-    its buffer, so the last events before a reset were lost (issue: content
-    received before a reset must reach the client before the error).
-    """
-    stream = getattr(response.stream, "_stream", response.stream)  # httpx's BoundAsyncStream
-    aiohttp_response = getattr(stream, "_aiohttp_response", None)
-    buffer = getattr(getattr(aiohttp_response, "content", None), "_buffer", None)
-    if not buffer:
-        return b""
-    received = b"".join(bytes(part) for part in buffer)
-    buffer.clear()
-    return received
 
 
 def transport_error(exc: httpx.TransportError, root: str) -> ApiError:
@@ -149,13 +151,9 @@ def transport_error(exc: httpx.TransportError, root: str) -> ApiError:
 
 
 def _timed_out(exc: httpx.TransportError) -> bool:
-    """Only a real timeout is one: httpx-aiohttp reports a reset or a refusal as
-    ConnectTimeout, so the aiohttp cause decides when there is one."""
-    cause = exc.__cause__
-    if isinstance(cause, (aiohttp.ServerTimeoutError, TimeoutError)):
+    """Only a real timeout is one: a refused or reset connection is 'unavailable'."""
+    if isinstance(exc.__cause__, TimeoutError):
         return True
-    if isinstance(cause, (aiohttp.ClientError, OSError)):
-        return False  # reset, refused, closed mid-body, DNS: the upstream is unavailable
     return isinstance(exc, httpx.TimeoutException)
 
 

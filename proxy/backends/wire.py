@@ -1,0 +1,404 @@
+"""A lean HTTP/1.1 client transport for httpx: a keep-alive pool and httptools' parser.
+
+Why not httpx's own pool or httpx-aiohttp: httpx's pool degrades under
+concurrency (encode/httpx#3215), and with the aiohttp transport the client
+stack (httpx -> httpx-aiohttp -> aiohttp) was the largest single cost in the
+W1 profile (~21% of the proxy's samples, more than the whole pipeline). A
+backend speaks plain HTTP/1.1 to us over a few long-lived connections; this
+module does exactly that and nothing more: one write per request, responses
+parsed by httptools (llhttp, the C parser uvicorn already uses for our own
+server side, so no new dependency), bodies handed on as they arrive.
+
+What it gives httpx: `WireTransport.handle_async_request` returns an
+`httpx.Response` whose stream yields the (de-chunked) body as it arrives,
+everything buffered joined into one piece. Failures are httpx's transport
+errors, so callers map them as before: `ConnectError`/`ConnectTimeout`
+(refused, unreachable), `ReadTimeout` (no bytes for `read` seconds),
+`ReadError`/`RemoteProtocolError` (reset or closed mid-answer, garbage),
+`PoolTimeout`. Bytes that arrived before a failure are handed out before it
+is raised.
+
+Keep-alive: a connection goes back to the pool only after a complete answer
+that allows it; an answer abandoned half-read closes its connection. A pooled
+connection the server closed while idle fails before a single byte arrives:
+such a request is sent again once, on a new connection.
+
+Not here (no backend we speak to needs them): HTTP/2, proxies, Expect:
+100-continue, request bodies that stream (bodies are read whole first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ssl
+import time
+from collections.abc import AsyncIterator
+from typing import cast
+
+import httptools
+import httpx
+
+_HIGH_WATER = 256 * 1024
+"""Buffered body bytes at which the socket stops being read (a slow client)."""
+_LOW_WATER = 64 * 1024
+
+Key = tuple[str, str, int]
+
+
+class _Failure(Exception):
+    """Internal: the connection failed; `.error` is the httpx error to raise."""
+
+
+class _Connection(asyncio.Protocol):
+    """One TCP connection and the answer in flight on it, fed by httptools callbacks."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.closed = False
+        self.idle_since = 0.0
+        self.active = False
+        self.waiter: asyncio.Future[None] | None = None
+        self._begin(head=False)
+
+    def _begin(self, head: bool) -> None:
+        self.head = head
+        self.status = 0
+        self.reason = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.headers_done = False
+        self.complete = False
+        self.keep_alive = False
+        self.framed = False
+        """the answer says where its body ends (content-length or chunked)."""
+        self.body: collections.deque[bytes] = collections.deque()
+        self.buffered = 0
+        self.paused = False
+        self.received = False
+        self.error: httpx.TransportError | None = None
+        self.informational = False
+
+    def start(self, head: bool) -> None:
+        self._begin(head)
+        self.active = True
+
+    # --- asyncio.Protocol --------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports do not subclass asyncio.Transport; they behave as one.
+        self.transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        if not self.active:  # bytes nobody asked for: the connection is not reusable
+            self._close()
+            return
+        self.received = True
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(httpx.RemoteProtocolError(f"invalid HTTP answer from upstream: {exc}"))
+        except httptools.HttpParserUpgrade:
+            self._fail(httpx.RemoteProtocolError("upstream switched protocols"))
+
+    def eof_received(self) -> bool | None:
+        return None  # close: connection_lost decides what the end means
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.active and not self.complete and self.error is None:
+            if self.headers_done and not self.framed:
+                self.complete = True  # a body delimited by the close (HTTP/1.0 style)
+            elif exc is not None:
+                self.error = httpx.ReadError(f"upstream connection broke: {exc!r}")
+            else:
+                self.error = httpx.RemoteProtocolError(
+                    "upstream closed the connection before the answer was complete")
+        self._wake()
+
+    def pause_writing(self) -> None:  # bodies are small and written once: nothing to pace
+        pass
+
+    def resume_writing(self) -> None:
+        pass
+
+    # --- httptools callbacks ------------------------------------------------
+
+    def on_status(self, status: bytes) -> None:
+        self.reason += status
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name, value))
+        lowered = name.lower()
+        if lowered == b"content-length" or (lowered == b"transfer-encoding"
+                                            and b"chunked" in value.lower()):
+            self.framed = True
+
+    def on_headers_complete(self) -> None:
+        status = self.parser.get_status_code()
+        if 100 <= status < 200:  # 100 Continue and friends: the real answer follows
+            self.informational = True
+            self.headers, self.reason, self.framed = [], b"", False
+            return
+        self.status = status
+        self.keep_alive = self.parser.should_keep_alive()
+        if status in (204, 304):
+            self.framed = True  # no body by definition
+        self.headers_done = True
+        if self.head:  # no body follows a HEAD answer; llhttp cannot be told, so no reuse
+            self.complete = True
+            self.keep_alive = False
+        self._wake()
+
+    def on_body(self, body: bytes) -> None:
+        if self.head:
+            return
+        self.body.append(body)
+        self.buffered += len(body)
+        if self.buffered > _HIGH_WATER and not self.paused and self.transport is not None:
+            self.paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def on_message_complete(self) -> None:
+        if self.informational:
+            self.informational = False
+            return
+        self.complete = True
+        self._wake()
+
+    # --- the reader's side --------------------------------------------------
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _fail(self, error: httpx.TransportError) -> None:
+        if self.error is None:
+            self.error = error
+        self._close()
+        self._wake()
+
+    def _close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    async def _wait(self, timeout: float | None) -> None:
+        waiter = self.waiter = self.loop.create_future()
+        timer = (self.loop.call_later(timeout, _expire, waiter) if timeout is not None
+                 else None)
+        try:
+            await waiter
+        finally:
+            self.waiter = None
+            if timer is not None:
+                timer.cancel()
+
+    async def wait_headers(self, timeout: float | None) -> None:
+        while not self.headers_done:
+            if self.error is not None:
+                raise _Failure(self.error)
+            try:
+                await self._wait(timeout)
+            except TimeoutError:
+                raise _Failure(httpx.ReadTimeout("upstream sent no answer in time")) from None
+
+    async def read(self, timeout: float | None) -> bytes:
+        """What arrived since the last read, joined; b"" once the answer is complete."""
+        while True:
+            if self.body:
+                piece = self.body.popleft() if len(self.body) == 1 else b"".join(self.body)
+                self.body.clear()
+                self.buffered = 0
+                if self.paused and self.transport is not None:
+                    self.paused = False
+                    self.transport.resume_reading()
+                return piece
+            if self.error is not None:
+                raise self.error
+            if self.complete:
+                return b""
+            try:
+                await self._wait(timeout)
+            except TimeoutError:
+                raise httpx.ReadTimeout("upstream sent nothing in time") from None
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
+
+
+class _Body(httpx.AsyncByteStream):
+    """The answer's body as it arrives; gives the connection back (or closes it) at the end."""
+
+    def __init__(self, pool: WireTransport, key: Key, conn: _Connection,
+                 timeout: float | None) -> None:
+        self.pool = pool
+        self.key = key
+        self.conn = conn
+        self.timeout = timeout
+        self.done = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        conn = self.conn
+        try:
+            while piece := await conn.read(self.timeout):
+                yield piece
+        except BaseException:
+            self._finish()
+            raise
+        self._finish()
+
+    async def aclose(self) -> None:
+        self._finish()
+
+    def _finish(self) -> None:
+        if not self.done:
+            self.done = True
+            self.pool.release(self.key, self.conn)
+
+
+class WireTransport(httpx.AsyncBaseTransport):
+    """httpx transport: HTTP/1.1 keep-alive connections per (scheme, host, port)."""
+
+    def __init__(self, *, max_connections: int, max_idle: int = 256,
+                 keepalive_expiry: float = 30.0) -> None:
+        self.max_idle = max_idle
+        self.keepalive_expiry = keepalive_expiry
+        self.idle: dict[Key, collections.deque[_Connection]] = {}
+        self.slots = asyncio.Semaphore(max(1, max_connections))
+        self._ssl: ssl.SSLContext | None = None
+        self._closed = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        timeouts = request.extensions.get("timeout") or {}
+        url = request.url
+        https = url.scheme == "https"
+        key = (url.scheme, url.host, url.port or (443 if https else 80))
+        payload = _encode(request, await request.aread())
+        await self._take_slot(timeouts.get("pool"), request)
+        try:
+            conn = await self._answered(key, payload, request, timeouts)
+        except BaseException:
+            self.slots.release()
+            raise
+        return httpx.Response(conn.status, headers=conn.headers,
+                              stream=_Body(self, key, conn, timeouts.get("read")),
+                              extensions={"http_version": b"HTTP/1.1",
+                                          "reason_phrase": conn.reason.strip()},
+                              request=request)
+
+    async def _take_slot(self, timeout: float | None, request: httpx.Request) -> None:
+        if not self.slots.locked():
+            await self.slots.acquire()  # free: returns without suspending
+            return
+        try:
+            await asyncio.wait_for(self.slots.acquire(), timeout)
+        except TimeoutError:
+            raise httpx.PoolTimeout("no upstream connection free in time",
+                                    request=request) from None
+
+    async def _answered(self, key: Key, payload: bytes, request: httpx.Request,
+                        timeouts: dict[str, float | None]) -> _Connection:
+        """A connection with the answer's headers in; the pool's stale connection is retried."""
+        head = request.method == "HEAD"
+        while True:
+            conn = self._pooled(key)
+            reused = conn is not None
+            if conn is None:
+                conn = await self._connect(key, timeouts.get("connect"), request)
+            conn.start(head)
+            assert conn.transport is not None
+            conn.transport.write(payload)
+            try:
+                await conn.wait_headers(timeouts.get("read"))
+                return conn
+            except _Failure as failure:
+                conn.active = False
+                conn._close()
+                if reused and not conn.received and not isinstance(
+                        failure.args[0], httpx.ReadTimeout):
+                    continue  # closed while idle in the pool: one more go, on a new one
+                raise failure.args[0] from None
+            except BaseException:
+                conn.active = False
+                conn._close()
+                raise
+
+    def _pooled(self, key: Key) -> _Connection | None:
+        idle = self.idle.get(key)
+        if not idle:
+            return None
+        cutoff = time.monotonic() - self.keepalive_expiry
+        while idle:
+            conn = idle.pop()  # most recent first: the likeliest to be alive
+            if not conn.closed and conn.idle_since >= cutoff:
+                return conn
+            conn._close()
+        return None
+
+    async def _connect(self, key: Key, timeout: float | None,
+                       request: httpx.Request) -> _Connection:
+        scheme, host, port = key
+        loop = asyncio.get_running_loop()
+        tls = self._tls() if scheme == "https" else None
+        try:
+            async with asyncio.timeout(timeout):
+                _, conn = await loop.create_connection(
+                    lambda: _Connection(loop), host, port, ssl=tls,
+                    server_hostname=host if tls is not None else None)
+        except TimeoutError as exc:
+            raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out",
+                                       request=request) from exc
+        except OSError as exc:
+            raise httpx.ConnectError(f"cannot connect to {host}:{port}: {exc.strerror or exc}",
+                                     request=request) from exc
+        return conn
+
+    def _tls(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            self._ssl = ssl.create_default_context()
+        return self._ssl
+
+    def release(self, key: Key, conn: _Connection) -> None:
+        """Back to the pool after a complete, reusable answer; otherwise closed."""
+        conn.active = False
+        self.slots.release()
+        if (conn.complete and conn.keep_alive and conn.error is None and not conn.closed
+                and not conn.body and not self._closed):
+            idle = self.idle.setdefault(key, collections.deque())
+            if len(idle) < self.max_idle:
+                conn.idle_since = time.monotonic()
+                idle.append(conn)
+                return
+        conn._close()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for idle in self.idle.values():
+            while idle:
+                idle.pop()._close()
+
+
+def _encode(request: httpx.Request, body: bytes) -> bytes:
+    """The request line, headers and body as one buffer (one write, one packet)."""
+    url = request.url
+    lines = [b"%s %s HTTP/1.1\r\n" % (request.method.encode("ascii"), url.raw_path)]
+    sized = False
+    for name, value in request.headers.raw:
+        if b"\r" in value or b"\n" in value or b"\r" in name or b"\n" in name:
+            raise httpx.LocalProtocolError("header with a line break", request=request)
+        lowered = name.lower()
+        if lowered == b"transfer-encoding":  # the body was read whole: it goes sized
+            continue
+        sized = sized or lowered == b"content-length"
+        lines.append(b"%s: %s\r\n" % (name, value))
+    if body and not sized:
+        lines.append(b"content-length: %d\r\n" % len(body))
+    lines.append(b"\r\n")
+    lines.append(body)
+    return b"".join(lines)

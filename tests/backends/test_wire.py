@@ -1,0 +1,358 @@
+"""The upstream HTTP/1.1 transport (backends/wire.py) against raw sockets on loopback.
+
+Each test scripts what a backend writes, byte for byte, on a real asyncio
+server, and drives the transport through httpx as the proxy does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxy.backends.wire import WireTransport, _Connection
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
+TIMEOUT = {"connect": 2.0, "read": 2.0, "write": 2.0, "pool": 2.0}
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return head + (await reader.readexactly(length) if length else b"")
+
+
+@asynccontextmanager
+async def backend(handler: Handler) -> AsyncIterator[tuple[str, list[int]]]:
+    """A server calling `handler(reader, writer, connection_number)`; yields its URL and
+    the list of connection numbers opened so far."""
+    opened: list[int] = []
+    tasks: list[asyncio.Task[Any]] = []
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        tasks.append(asyncio.current_task())  # type: ignore[arg-type]
+        opened.append(len(opened))
+        try:
+            await handler(reader, writer, opened[-1])
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", opened
+    finally:
+        server.close()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@asynccontextmanager
+async def client(url: str, **kwargs: Any) -> AsyncIterator[httpx.AsyncClient]:
+    transport = WireTransport(max_connections=kwargs.pop("max_connections", 8), **kwargs)
+    async with httpx.AsyncClient(base_url=url, transport=transport,
+                                 timeout=httpx.Timeout(**TIMEOUT)) as http:
+        yield http
+
+
+def ok(body: bytes, extra: bytes = b"") -> bytes:
+    return (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n%s\r\n%s"
+            % (len(body), extra, body))
+
+
+async def test_keep_alive_reuses_one_connection_for_sequential_requests() -> None:
+    seen: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while True:
+            seen.append(await read_request(reader))
+            writer.write(ok(b'{"n":%d}' % len(seen)))
+
+    async with backend(answer) as (url, opened), client(url) as http:
+        first = await http.post("/v1/x", content=b'{"a":1}')
+        second = await http.post("/v1/x", content=b'{"a":2}')
+    assert (first.json(), second.json()) == ({"n": 1}, {"n": 2})
+    assert opened == [0]
+    assert seen[0].startswith(b"POST /v1/x HTTP/1.1\r\n")
+    assert b"\r\ncontent-length: 7\r\n" in seen[0].lower() and seen[0].endswith(b'\r\n\r\n{"a":1}')
+
+
+async def test_a_chunked_stream_is_handed_on_as_it_arrives() -> None:
+    release = asyncio.Event()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                     b"transfer-encoding: chunked\r\n\r\n7\r\ndata: 1\r\n")
+        await writer.drain()
+        await release.wait()
+        writer.write(b"7\r\ndata: 2\r\n0\r\n\r\n")
+        await writer.drain()
+        await reader.read()  # keep the connection open
+
+    async with backend(answer) as (url, _), client(url) as http:
+        async with http.stream("POST", "/s", content=b"{}") as response:
+            pieces = []
+            async for piece in response.aiter_raw():
+                pieces.append(piece)
+                release.set()  # the second piece is only sent after the first arrived
+    assert pieces == [b"data: 1", b"data: 2"]
+
+
+async def test_a_body_ended_by_the_close_is_complete_and_not_reused() -> None:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nall of it %d" % n)
+
+    async with backend(answer) as (url, opened), client(url) as http:
+        first = await http.get("/")
+        second = await http.get("/")
+    assert (first.content, second.content) == (b"all of it 0", b"all of it 1")
+    assert opened == [0, 1]
+
+
+async def test_a_reset_mid_body_hands_on_what_arrived_then_fails() -> None:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+                     b"8\r\ndata: 1\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.transport.abort()
+
+    async with backend(answer) as (url, _), client(url) as http:
+        async with http.stream("POST", "/s", content=b"{}") as response:
+            got = []
+            with pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)):
+                async for piece in response.aiter_raw():
+                    got.append(piece)
+    assert got == [b"data: 1\n"]
+
+
+async def test_a_pooled_connection_closed_while_idle_is_retried_on_a_new_one() -> None:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(ok(b'"conn %d"' % n))  # keep-alive promised, then closed anyway
+        await writer.drain()
+
+    async with backend(answer) as (url, opened), client(url) as http:
+        first = await http.post("/", content=b"{}")
+        await asyncio.sleep(0.05)  # the server's close reaches us... or not yet
+        second = await http.post("/", content=b"{}")
+    assert (first.json(), second.json()) == ("conn 0", "conn 1")
+    assert opened == [0, 1]
+
+
+async def test_a_request_the_pooled_connection_drops_unanswered_is_sent_again() -> None:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(ok(b'"conn %d"' % n))
+        await writer.drain()
+        if n == 0:  # the next request finds the connection alive, then it closes unanswered
+            await read_request(reader)
+            return
+        await reader.read()
+
+    async with backend(answer) as (url, opened), client(url) as http:
+        first = await http.post("/", content=b"{}")
+        second = await http.post("/", content=b"{}")
+    assert (first.json(), second.json()) == ("conn 0", "conn 1")
+    assert opened == [0, 1]
+
+
+async def test_a_fresh_connection_closed_unanswered_is_an_error_not_a_retry() -> None:
+    async with backend(read_request_only) as (url, opened), client(url) as http:
+        with pytest.raises(httpx.RemoteProtocolError):
+            await http.post("/", content=b"{}")
+    assert opened == [0]
+
+
+async def test_an_upstream_that_never_answers_is_a_read_timeout() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await reader.read()
+
+    async with backend(silent) as (url, _), client(url) as http:
+        with pytest.raises(httpx.ReadTimeout):
+            await http.post("/", content=b"{}", timeout=0.2)
+
+
+async def test_a_stream_that_stalls_is_a_read_timeout_after_what_arrived() -> None:
+    async def stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n")
+        await reader.read()
+
+    async with backend(stall) as (url, _), client(url) as http:
+        async with http.stream("POST", "/", content=b"{}", timeout=0.2) as response:
+            got = []
+            with pytest.raises(httpx.ReadTimeout):
+                async for piece in response.aiter_raw():
+                    got.append(piece)
+    assert got == [b"abc"]
+
+
+async def test_a_refused_connection_is_a_connect_error() -> None:
+    async with backend(read_request_only) as (url, _):
+        pass  # closed: nothing listens on that port now
+    async with client(url) as http:
+        with pytest.raises(httpx.ConnectError):
+            await http.get("/")
+
+
+async def read_request_only(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                            n: int) -> None:
+    await read_request(reader)
+
+
+async def test_garbage_instead_of_http_is_a_protocol_error() -> None:
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(b"\x00\xffnot http at all\r\n\r\n")
+        await reader.read()
+
+    async with backend(garbage) as (url, _), client(url) as http:
+        with pytest.raises(httpx.RemoteProtocolError):
+            await http.get("/")
+
+
+async def test_head_has_no_body_whatever_its_content_length_says() -> None:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 1234\r\n\r\n")
+        await reader.read()
+
+    async with backend(answer) as (url, _), client(url) as http:
+        response = await http.head("/")
+    assert response.status_code == 200 and response.content == b""
+
+
+async def test_informational_answers_are_skipped() -> None:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n" + ok(b"{}"))
+        await reader.read()
+
+    async with backend(answer) as (url, _), client(url) as http:
+        response = await http.post("/", content=b"{}")
+    assert response.status_code == 200 and response.json() == {}
+
+
+async def test_an_answer_abandoned_half_read_closes_its_connection() -> None:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while True:
+            await read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n")
+            await writer.drain()
+            if n > 0:
+                writer.write(b"0\r\n\r\n")
+
+    async with backend(answer) as (url, opened), client(url) as http:
+        async with http.stream("POST", "/", content=b"{}") as response:
+            async for _ in response.aiter_raw():
+                break  # the rest never read
+        second = await http.post("/", content=b"{}")
+    assert second.content == b"abc"
+    assert opened == [0, 1]
+
+
+async def test_a_header_with_a_line_break_is_never_sent() -> None:
+    async with backend(read_request_only) as (url, opened), client(url) as http:
+        with pytest.raises(httpx.LocalProtocolError):
+            await http.get("/", headers={"x-a": "b\r\nx-injected: 1"})
+    assert opened == []
+
+
+async def test_a_large_body_read_slowly_arrives_whole() -> None:
+    body = bytes(range(256)) * 8192  # 2 MiB: the socket is paused and resumed
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(ok(body))
+        await writer.drain()
+        await reader.read()
+
+    async with backend(answer) as (url, _), client(url) as http:
+        async with http.stream("GET", "/") as response:
+            parts = []
+            async for piece in response.aiter_raw():
+                parts.append(piece)
+                await asyncio.sleep(0.001)
+    assert b"".join(parts) == body
+
+
+async def test_the_pool_limit_makes_requests_wait_then_time_out() -> None:
+    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        await asyncio.sleep(0.5)
+        writer.write(ok(b"{}"))
+        await reader.read()
+
+    async with backend(slow) as (url, _), client(url, max_connections=1) as http:
+        first = asyncio.create_task(http.post("/", content=b"{}"))
+        await asyncio.sleep(0.05)
+        with pytest.raises(httpx.PoolTimeout):
+            await http.post("/", content=b"{}", timeout=httpx.Timeout(2.0, pool=0.1))
+        assert (await first).status_code == 200
+
+
+class _Sink:
+    """A transport stand-in for feeding `_Connection` by hand."""
+
+    def __init__(self) -> None:
+        self.paused = False
+        self.closed = False
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+    def close(self) -> None:
+        self.closed = True
+
+    def write(self, data: bytes) -> None:
+        pass
+
+
+def _answer_bytes(pieces: list[bytes], chunked: bool) -> bytes:
+    body = b"".join(pieces)
+    if not chunked:
+        return b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+    framed = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces if p)
+    return b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n" + framed + b"0\r\n\r\n"
+
+
+@settings(max_examples=150, deadline=None)
+@given(pieces=st.lists(st.binary(max_size=40), max_size=8), chunked=st.booleans(),
+       cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12))
+def test_any_segmentation_of_an_answer_gives_the_same_status_and_body(
+        pieces: list[bytes], chunked: bool, cuts: list[int]) -> None:
+    async def run() -> tuple[int, bytes, bool]:
+        conn = _Connection(asyncio.get_running_loop())
+        conn.connection_made(_Sink())  # type: ignore[arg-type]
+        conn.start(head=False)
+        wire = _answer_bytes(pieces, chunked)
+        marks = sorted({c % (len(wire) + 1) for c in cuts} | {0, len(wire)})
+        for start, end in zip(marks, marks[1:]):
+            conn.data_received(wire[start:end])
+        await conn.wait_headers(1.0)
+        got = []
+        while piece := await conn.read(1.0):
+            got.append(piece)
+        return conn.status, b"".join(got), conn.keep_alive
+
+    status, body, keep_alive = asyncio.run(run())
+    assert (status, body, keep_alive) == (200, b"".join(pieces), True)
