@@ -19,7 +19,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from proxy.api.admin import admin_capabilities
-from proxy.api.client_timeouts import BodyTimeoutMiddleware
 from proxy.api.passthrough import forward, list_models
 from proxy.api.responses_route import create_response, delete_response, get_response
 from proxy.api.responses_store import ResponsesStore
@@ -29,13 +28,7 @@ from proxy.chat import chat_completions
 from proxy.console.recent import ConsoleState
 from proxy.console.routes import console_routes
 from proxy.errors import ApiError, error_body
-from proxy.middleware import (
-    ApiKeyMiddleware,
-    Drain,
-    DrainMiddleware,
-    RequestIdMiddleware,
-    bearer_allowed,
-)
+from proxy.middleware import Drain, Edge, bearer_allowed
 from proxy.observability.metrics import CONTENT_TYPE
 from proxy.observability.startup import log_upstream_kind, startup_line
 from proxy.observability.telemetry import Telemetry
@@ -137,14 +130,13 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
         Route("/admin/capabilities", admin_capabilities, methods=["GET"]),
         *console_routes(),
     ]
-    # Outermost first: every answer (a 401 and a drain's 503 too) gets the request id.
-    middleware = [
-        Middleware(RequestIdMiddleware),
-        Middleware(DrainMiddleware, drain=drain),
-        Middleware(ApiKeyMiddleware, keys=settings.api_keys,
-                   protect_metrics=settings.protect_metrics, telemetry=telemetry),
-        Middleware(BodyTimeoutMiddleware, timeout=settings.client_timeout),
-    ]
+    # One edge layer (request id, drain, keys, body deadline): see proxy/middleware.py.
+    # The two hot POST routes are dispatched there directly, past the router.
+    middleware = [Middleware(Edge, drain=drain, keys=settings.api_keys,
+                             protect_metrics=settings.protect_metrics, telemetry=telemetry,
+                             body_timeout=settings.client_timeout,
+                             hot={"/v1/chat/completions": chat_completions,
+                                  "/v1/responses": create_response})]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error, ApiError: _api_error,
                                         Exception: _unexpected})

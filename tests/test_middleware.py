@@ -15,7 +15,7 @@ from support.capfile import replace_text
 from support.fake_ollama import FakeOllama
 
 from proxy.app import create_app
-from proxy.middleware import Drain, DrainMiddleware
+from proxy.middleware import Drain, Edge
 from proxy.observability.telemetry import Telemetry
 from proxy.settings import Settings
 
@@ -182,7 +182,7 @@ class SlowSse:
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
 
 
-async def drive(app: DrainMiddleware, after: float) -> tuple[int, bytes]:
+async def drive(app: Edge, after: float) -> tuple[int, bytes]:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
         request = asyncio.create_task(http.get("/"))
@@ -193,14 +193,14 @@ async def drive(app: DrainMiddleware, after: float) -> tuple[int, bytes]:
 
 
 async def test_drain_lets_a_stream_finish_within_the_grace() -> None:
-    app = DrainMiddleware(SlowSse(5, 0.02), Drain(grace=2.0))
+    app = Edge(SlowSse(5, 0.02), drain=Drain(grace=2.0))
     status, body = await drive(app, after=0.03)
     assert status == 200
     assert body == b"".join(f"data: {i}\n\n".encode() for i in range(5)) + b"data: [DONE]\n\n"
 
 
 async def test_drain_cuts_a_stream_cleanly_past_the_grace() -> None:
-    app = DrainMiddleware(SlowSse(1000, 0.02), Drain(grace=0.1))
+    app = Edge(SlowSse(1000, 0.02), drain=Drain(grace=0.1))
     status, body = await drive(app, after=0.05)
     assert status == 200
     frames = body.split(b"\n\n")
@@ -213,14 +213,14 @@ async def test_a_request_cut_before_its_answer_is_a_503_envelope() -> None:
     async def never_answers(scope: Scope, receive: Receive, send: Send) -> None:
         await asyncio.sleep(60)
 
-    app = DrainMiddleware(never_answers, Drain(grace=0.05))
+    app = Edge(never_answers, drain=Drain(grace=0.05))
     status, body = await drive(app, after=0.02)
     assert status == 503 and b'"code":"shutting_down"' in body
 
 
 async def test_after_the_cut_new_requests_are_refused() -> None:
     drain = Drain(grace=0.0)
-    app = DrainMiddleware(SlowSse(3, 0.0), drain)
+    app = Edge(SlowSse(3, 0.0), drain=drain)
     drain.cut_now()
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:

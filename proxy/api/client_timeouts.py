@@ -7,20 +7,17 @@ a request line, or headers and then a trickle of body, holds its connection
 - `HeaderTimeoutProtocol`: the HTTP protocol uvicorn would pick (httptools,
   else h11) plus a timer from the first byte of a request (or the connection's
   start) to its complete headers; past it, a 408 and the connection closes.
-- `BodyTimeoutMiddleware`: the whole body must arrive within the deadline;
-  past it the app's `receive()` reports a disconnect and marks the request, and
-  `read_body` answers 408 (see chat_request.read_body).
+- the body deadline (the edge, proxy/middleware.py): the whole body must
+  arrive within it; past it the app's `receive()` reports a disconnect and
+  marks the request, and `read_body` answers 408 (see chat_request.read_body).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
-import anyio
 import orjson
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from proxy.errors import error_body
@@ -33,34 +30,6 @@ _TIMEOUT_BODY = orjson.dumps(error_body("request headers not received in time", 
 _TIMEOUT_ANSWER = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
                    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
                    % (len(_TIMEOUT_BODY), _TIMEOUT_BODY))
-
-
-class BodyTimeoutMiddleware:
-    def __init__(self, app: ASGIApp, timeout: float) -> None:
-        self.app = app
-        self.timeout = timeout
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        deadline = time.monotonic() + self.timeout
-        body_done = False
-
-        async def timed_receive() -> Message:
-            nonlocal body_done
-            if body_done:
-                return await receive()
-            with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
-                message = await receive()
-                if message["type"] != "http.request" or not message.get("more_body"):
-                    body_done = True
-                return message
-            scope.setdefault("state", {})[TIMED_OUT] = True
-            body_done = True
-            return {"type": "http.disconnect"}
-
-        await self.app(scope, timed_receive, send)
 
 
 def _header_timeout() -> float:
