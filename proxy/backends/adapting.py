@@ -147,7 +147,7 @@ async def _as_stream(response: httpx.Response, include_usage: bool) -> httpx.Res
 def _unread(original: httpx.Response, body: bytes, content_type: str) -> httpx.Response:
     """A response whose body is still to be streamed, as the relay expects one."""
     return httpx.Response(original.status_code, headers={"content-type": content_type},
-                          stream=httpx.ByteStream(body), request=original.request)
+                          stream=httpx.ByteStream(body))
 
 
 async def _replay(first: bytes, pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -175,4 +175,4 @@ class _Pieces(httpx.AsyncByteStream):
 
 def _rewrap(original: httpx.Response, pieces: AsyncIterator[bytes]) -> httpx.Response:
     return httpx.Response(original.status_code, headers=original.headers,
-                          stream=_Pieces(pieces, original), request=original.request)
+                          stream=_Pieces(pieces, original))

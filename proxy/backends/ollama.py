@@ -180,7 +180,7 @@ async def open_native(upstream: Upstream, body: dict[str, Any], headers: dict[st
                         finished)
         ctype = "application/json"
     return httpx.Response(response.status_code, headers={"content-type": ctype},
-                          stream=stream, request=response.request)
+                          stream=stream)
 
 
 class _Translated(httpx.AsyncByteStream):

@@ -43,8 +43,10 @@ class Upstream:
     wire: WireTransport | None = field(default=None, repr=False)
     """the client's transport, for `send` to hand requests to directly."""
     basic_auth: str | None = field(default=None, init=False, repr=False)
+    timeouts: dict[str, float | None] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.timeouts = self.client.timeout.as_dict()
         parsed = httpx.URL(self.root)
         if parsed.username or parsed.password:  # http://user:pass@host: as httpx would
             pair = f"{parsed.username}:{parsed.password}".encode()
@@ -118,12 +120,13 @@ async def send(upstream: Upstream, method: str, path: str, *, content: bytes | N
     if upstream.basic_auth is not None and not any(k.lower() == "authorization"
                                                    for k in headers):
         headers = {**headers, "authorization": upstream.basic_auth}
-    request = httpx.Request(method, upstream.url(path), content=content, headers=headers,
-                            extensions={"timeout": upstream.client.timeout.as_dict()})
     try:
         if upstream.wire is not None:
-            response = await upstream.wire.handle_async_request(request)
+            response = await upstream.wire.send(method, upstream.url(path), headers, content,
+                                                upstream.timeouts)
         else:  # a client built elsewhere (tests hand in their own)
+            request = httpx.Request(method, upstream.url(path), content=content,
+                                    headers=headers, extensions={"timeout": upstream.timeouts})
             response = await upstream.client.send(request, stream=True)
     except httpx.TransportError as exc:
         raise transport_error(exc, upstream.root) from None

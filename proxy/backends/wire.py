@@ -33,7 +33,7 @@ import asyncio
 import collections
 import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import cast
 
 import httptools
@@ -275,14 +275,28 @@ class WireTransport(httpx.AsyncBaseTransport):
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        timeouts = request.extensions.get("timeout") or {}
-        url = request.url
+        payload = _encode(request, await request.aread())
+        return await self._exchange(request.method, request.url, payload,
+                                    request.extensions.get("timeout") or {}, request)
+
+    async def send(self, method: str, url: httpx.URL, headers: Mapping[str, str],
+                   body: bytes | None, timeouts: Mapping[str, float | None]) -> httpx.Response:
+        """The hot path's call: plain headers in, no `httpx.Request` built (~15-50 us).
+
+        The response has no `.request`. `headers` must hold no hop-by-hop ones
+        (host and content-length are written here).
+        """
+        return await self._exchange(method, url, _encode_plain(method, url, headers, body),
+                                    timeouts, None)
+
+    async def _exchange(self, method: str, url: httpx.URL, payload: bytes,
+                        timeouts: Mapping[str, float | None],
+                        request: httpx.Request | None) -> httpx.Response:
         https = url.scheme == "https"
         key = (url.scheme, url.host, url.port or (443 if https else 80))
-        payload = _encode(request, await request.aread())
         await self._take_slot(timeouts.get("pool"), request)
         try:
-            conn = await self._answered(key, payload, request, timeouts)
+            conn = await self._answered(key, payload, method == "HEAD", timeouts, request)
         except BaseException:
             self.slots.release()
             raise
@@ -292,7 +306,7 @@ class WireTransport(httpx.AsyncBaseTransport):
                                           "reason_phrase": conn.reason.strip()},
                               request=request)
 
-    async def _take_slot(self, timeout: float | None, request: httpx.Request) -> None:
+    async def _take_slot(self, timeout: float | None, request: httpx.Request | None) -> None:
         if not self.slots.locked():
             await self.slots.acquire()  # free: returns without suspending
             return
@@ -302,10 +316,10 @@ class WireTransport(httpx.AsyncBaseTransport):
             raise httpx.PoolTimeout("no upstream connection free in time",
                                     request=request) from None
 
-    async def _answered(self, key: Key, payload: bytes, request: httpx.Request,
-                        timeouts: dict[str, float | None]) -> _Connection:
+    async def _answered(self, key: Key, payload: bytes, head: bool,
+                        timeouts: Mapping[str, float | None],
+                        request: httpx.Request | None) -> _Connection:
         """A connection with the answer's headers in; the pool's stale connection is retried."""
-        head = request.method == "HEAD"
         while True:
             conn = self._pooled(key)
             reused = conn is not None
@@ -342,7 +356,7 @@ class WireTransport(httpx.AsyncBaseTransport):
         return None
 
     async def _connect(self, key: Key, timeout: float | None,
-                       request: httpx.Request) -> _Connection:
+                       request: httpx.Request | None) -> _Connection:
         scheme, host, port = key
         loop = asyncio.get_running_loop()
         tls = self._tls() if scheme == "https" else None
@@ -401,4 +415,24 @@ def _encode(request: httpx.Request, body: bytes) -> bytes:
         lines.append(b"content-length: %d\r\n" % len(body))
     lines.append(b"\r\n")
     lines.append(body)
+    return b"".join(lines)
+
+
+def _encode_plain(method: str, url: httpx.URL, headers: Mapping[str, str],
+                  body: bytes | None) -> bytes:
+    """`_encode` for a plain dict of end-to-end headers (the hot path)."""
+    lines = [b"%s %s HTTP/1.1\r\nhost: %s\r\n" % (method.encode("ascii"), url.raw_path,
+                                                    url.netloc)]
+    for name, value in headers.items():
+        if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
+            raise httpx.LocalProtocolError("header with a line break")
+        try:
+            lines.append(b"%s: %s\r\n" % (name.encode("latin-1"), value.encode("latin-1")))
+        except UnicodeEncodeError:  # as httpx does: what latin-1 cannot say goes as UTF-8
+            lines.append(b"%s: %s\r\n" % (name.encode(), value.encode()))
+    if body or method in ("POST", "PUT", "PATCH"):
+        lines.append(b"content-length: %d\r\n" % len(body or b""))
+    lines.append(b"\r\n")
+    if body:
+        lines.append(body)
     return b"".join(lines)

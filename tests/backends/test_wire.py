@@ -356,3 +356,26 @@ def test_any_segmentation_of_an_answer_gives_the_same_status_and_body(
 
     status, body, keep_alive = asyncio.run(run())
     assert (status, body, keep_alive) == (200, b"".join(pieces), True)
+
+
+async def test_the_hot_path_send_writes_plain_headers_host_and_length() -> None:
+    seen: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        seen.append(await read_request(reader))
+        writer.write(ok(b"{}"))
+        await reader.read()
+
+    async with backend(answer) as (url, _):
+        wire = WireTransport(max_connections=2)
+        response = await wire.send("POST", httpx.URL(url + "/v1/chat/completions?a=1"),
+                                   {"x-k": "v", "authorization": "Bearer s"}, b'{"m":1}',
+                                   TIMEOUT)
+        assert (response.status_code, await response.aread()) == (200, b"{}")
+        with pytest.raises(httpx.LocalProtocolError):
+            await wire.send("GET", httpx.URL(url), {"x": "a\nb"}, None, TIMEOUT)
+        await wire.aclose()
+    host = url.removeprefix("http://").encode()
+    assert seen == [b"POST /v1/chat/completions?a=1 HTTP/1.1\r\nhost: " + host + b"\r\n"
+                    b"x-k: v\r\nauthorization: Bearer s\r\ncontent-length: 7\r\n\r\n"
+                    b'{"m":1}']
