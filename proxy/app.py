@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from proxy.api.admin import admin_capabilities
 from proxy.api.passthrough import forward, list_models
@@ -131,18 +131,30 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
         *console_routes(),
     ]
     # One edge layer (request id, drain, keys, body deadline): see proxy/middleware.py.
-    # The two hot POST routes are dispatched there directly, past the router.
-    middleware = [Middleware(Edge, drain=drain, keys=settings.api_keys,
-                             protect_metrics=settings.protect_metrics, telemetry=telemetry,
-                             body_timeout=settings.client_timeout,
-                             hot={"/v1/chat/completions": chat_completions,
-                                  "/v1/responses": create_response})]
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
-                    exception_handlers={HTTPException: _http_error, ApiError: _api_error,
-                                        Exception: _unexpected})
+    # It sits outside Starlette's own layers; the two hot POST routes are dispatched
+    # there directly, past the router.
+    edge = {"drain": drain, "keys": settings.api_keys,
+            "protect_metrics": settings.protect_metrics, "telemetry": telemetry,
+            "body_timeout": settings.client_timeout,
+            "hot": {"/v1/chat/completions": chat_completions, "/v1/responses": create_response}}
+    app = _EdgedStarlette(edge, routes=routes, lifespan=lifespan,
+                          exception_handlers={HTTPException: _http_error, ApiError: _api_error,
+                                              Exception: _unexpected})
     app.state.drain = drain
     app.state.responses = ResponsesStore(settings.responses_store_size, settings.responses_ttl)
     return app
+
+
+class _EdgedStarlette(Starlette):
+    """Starlette with the edge outermost: a streamed chunk passes one send wrapper (the
+    edge's), not Starlette's error layer's too; the hot endpoints answer their own errors."""
+
+    def __init__(self, edge: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.edge = edge
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return Edge(super().build_middleware_stack(), **self.edge)
 
 
 async def healthz(request: Request) -> Response:

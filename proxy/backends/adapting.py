@@ -20,7 +20,7 @@ import orjson
 
 from proxy.backends.quirks import EMPTY_STREAM, Quirk, is_empty_stream, quirk_for_error
 from proxy.backends.sse_frames import completion_to_sse, wants_usage
-from proxy.backends.upstream import Upstream, iter_bytes, send
+from proxy.backends.upstream import Upstream, body_stream, send, transport_error
 from proxy.errors import ApiError
 from proxy.transforms.request.backend_quirks import without_stream
 from proxy.types import ChatRequest, Observation, Profile
@@ -63,14 +63,15 @@ class AdaptingSender:
                 or "event-stream" not in response.headers.get("content-type", ""):
             return response  # nothing to watch: the bytes go to the relay untouched
         # A streamed request with tools: the first bytes say whether the stream is empty.
-        pieces = aiter(iter_bytes(response, upstream.root))
-        first = await _first_bytes(pieces)
+        pieces = aiter(body_stream(response))
+        first = await _first_bytes(pieces, upstream.root)
         if is_empty_stream(first):
             await response.aclose()
             self._learn(EMPTY_STREAM)
             retry = await _post_again(post, without_stream(body))
             return await _as_stream(retry, self._usage)
-        return _rewrap(response, _replay(first or b"", pieces))
+        return httpx.Response(response.status_code, headers=response.headers,
+                              stream=_Resumed(first or b"", pieces, response))
 
     def retry_after(self, status: int, raw: bytes, sent: ChatRequest) -> bool:
         """Whether a rewrite may cure this error answer; the profile then has it on."""
@@ -110,7 +111,7 @@ async def _post_again(post: Post, body: ChatRequest) -> httpx.Response:
         return await post(body)
 
 
-async def _first_bytes(pieces: AsyncIterator[bytes]) -> bytes | None:
+async def _first_bytes(pieces: AsyncIterator[bytes], root: str) -> bytes | None:
     """Bytes up to the first non-blank piece; None when the stream ended first."""
     seen = b""
     try:
@@ -118,11 +119,11 @@ async def _first_bytes(pieces: AsyncIterator[bytes]) -> bytes | None:
             seen += piece
             if seen.strip():
                 return seen
-    except ApiError:
+    except httpx.TransportError as exc:
         # llama-cpp-python ends its empty stream without the final chunk of the
         # chunked encoding, which the transport reports as a broken connection.
         if seen.strip():
-            raise
+            raise transport_error(exc, root) from None
     return None
 
 
@@ -150,29 +151,24 @@ def _unread(original: httpx.Response, body: bytes, content_type: str) -> httpx.R
                           stream=httpx.ByteStream(body))
 
 
-async def _replay(first: bytes, pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """The first bytes (already read), then the rest."""
-    if first:
-        yield first
-    async for piece in pieces:
-        yield piece
+class _Resumed(httpx.AsyncByteStream):
+    """The first bytes (already read), then the rest of the backend's body, as it comes.
 
+    One layer over the transport's stream (transport errors pass through as they are,
+    for the reader to map); closing it closes the backend's response.
+    """
 
-class _Pieces(httpx.AsyncByteStream):
-    """The adapted body; closing it closes the backend's response."""
-
-    def __init__(self, pieces: AsyncIterator[bytes], original: httpx.Response) -> None:
-        self._pieces = pieces
+    def __init__(self, first: bytes, rest: AsyncIterator[bytes],
+                 original: httpx.Response) -> None:
+        self._first = first
+        self._rest = rest
         self._original = original
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for piece in self._pieces:
+        if self._first:
+            yield self._first
+        async for piece in self._rest:
             yield piece
 
     async def aclose(self) -> None:
         await self._original.aclose()
-
-
-def _rewrap(original: httpx.Response, pieces: AsyncIterator[bytes]) -> httpx.Response:
-    return httpx.Response(original.status_code, headers=original.headers,
-                          stream=_Pieces(pieces, original))

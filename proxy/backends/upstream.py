@@ -137,10 +137,19 @@ async def send(upstream: Upstream, method: str, path: str, *, content: bytes | N
 async def iter_bytes(response: httpx.Response, root: str) -> AsyncIterator[bytes]:
     """The body as it arrives; a broken transport raises ApiError after what arrived."""
     try:
-        async for piece in response.aiter_raw():
+        async for piece in body_stream(response):
             yield piece
     except httpx.TransportError as exc:
         raise transport_error(exc, root) from None
+
+
+def body_stream(response: httpx.Response) -> httpx.AsyncByteStream:
+    """The response's raw body stream, iterated directly: `aiter_raw` enters a context
+    manager and a chunker for every piece (a layer per chunk on a 64-chunk stream).
+    The bodies we read are never content-decoded (we ask for `identity`)."""
+    stream = response.stream
+    assert isinstance(stream, httpx.AsyncByteStream), "upstream bodies are async streams"
+    return stream
 
 
 def transport_error(exc: httpx.TransportError, root: str) -> ApiError:

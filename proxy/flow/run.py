@@ -23,7 +23,7 @@ import httpx
 import orjson
 
 from proxy.backends.sse_frames import UsageCounter
-from proxy.backends.upstream import Upstream, iter_bytes
+from proxy.backends.upstream import Upstream, body_stream, transport_error
 from proxy.console.tap import Tap
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, toolshim_headers
@@ -98,7 +98,7 @@ class Turn:
         assert response is not None, "a turn reads a call that was sent"
         translator = self._translator(response)
         try:
-            async for piece in iter_bytes(response, self.call.upstream.root):
+            async for piece in body_stream(response):
                 if self.tap is not None:
                     self.tap.piece(piece)
                 t0 = time.perf_counter()
@@ -108,7 +108,9 @@ class Turn:
                     yield out
                 if translator.finished:
                     break
-        except ApiError as exc:  # the transport broke (reset, timeout)
+        except httpx.TransportError as exc:  # the transport broke (reset, timeout)
+            tail = translator.fail(transport_error(exc, self.call.upstream.root))
+        except ApiError as exc:  # a translated (native) body broke
             tail = translator.fail(exc)
         else:
             t0 = time.perf_counter()
