@@ -19,6 +19,7 @@ from proxy.api.hostile import (
     MAX_EXPANDED,
     depth_exceeds,
     expansion_exceeds,
+    may_nest_deeper,
     ref_cycle,
 )
 from proxy.errors import ApiError
@@ -91,7 +92,8 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         raise ApiError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid request: the body must be a JSON object", code="invalid_request")
-    check_walkable(body)
+    if may_nest_deeper(raw):
+        check_walkable(body)
     try:
         _ChatBody.model_validate(body)
     except ValidationError as exc:
@@ -99,8 +101,15 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         where = ".".join(str(p) for p in err["loc"]) or "body"
         raise ApiError(400, f"invalid chat request: {where}: {err['msg']}", param=where,
                        code="invalid_request") from None
-    _check_tool_refs(body)
+    if _may_hold_refs(raw):
+        _check_tool_refs(body)
     return body
+
+
+def _may_hold_refs(raw: bytes) -> bool:
+    """Whether a `$ref` (a '$', plain or escaped) or more containers than the expansion
+    budget could be in the body; otherwise neither tool-schema check can fire."""
+    return b"$" in raw or b"\\u0024" in raw or may_nest_deeper(raw, MAX_EXPANDED)
 
 
 def check_walkable(body: object) -> None:

@@ -24,6 +24,13 @@ _IN_PLACE_ONE = ("not", "if", "then", "else")
 _IN_PLACE_LIST = ("allOf", "anyOf", "oneOf")
 
 
+def may_nest_deeper(raw: bytes, limit: int = MAX_DEPTH) -> bool:
+    """False when JSON text `raw` cannot nest past `limit`: it does not even hold that
+    many brackets (counted in C, brackets inside strings included, so never too few).
+    Lets the common small body skip the walk in `depth_exceeds`."""
+    return raw.count(b"[") + raw.count(b"{") > limit
+
+
 def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether arrays/objects nest deeper than `limit` anywhere in `value`."""
     pending: list[tuple[Any, int]] = [(value, 1)]

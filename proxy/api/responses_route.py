@@ -16,13 +16,13 @@ from typing import Any
 
 import anyio
 import orjson
-from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from proxy.api.chat_request import read_body
 from proxy.api.disconnect import unless_client_leaves
 from proxy.api.failures import answer_or_error, client_left
+from proxy.api.relay import SseResponse
 from proxy.api.responses_events import Event, ResponseBuilder
 from proxy.api.responses_request import Translated, to_chat, validate
 from proxy.api.responses_store import ResponsesStore
@@ -107,13 +107,10 @@ async def _handle(ex: Exchange, store: ResponsesStore) -> Response:
     builder = ResponseBuilder(_echo(body, translated))
     keep = store if body.get("store") is not False else None
     if body.get("stream"):
-        # The flow's own close runs as the background task too (it runs once): if the
+        # The flow's own close runs at the response's end too (it runs once): if the
         # client leaves before the body starts, only that frees the upstream and slot.
-        return StreamingResponse(_events(ex, builder, output, translated, keep),
-                                 media_type="text/event-stream",
-                                 background=BackgroundTask(output.close),
-                                 headers={**output.headers, "cache-control": "no-cache",
-                                          "x-accel-buffering": "no"})
+        return SseResponse(_events(ex, builder, output, translated, keep),
+                           dict(output.headers), on_close=output.close)
     async for batch in output.batches:
         for chunk in batch:
             builder.feed(chunk)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from proxy.api.hostile import depth_exceeds
+from proxy.api.hostile import depth_exceeds, may_nest_deeper
 from proxy.backends.sse_frames import UsageCounter
 from proxy.errors import ApiError
 from proxy.formats.detect import THINK_CLOSE, THINK_OPEN
@@ -251,7 +251,8 @@ class CompletionTranslator(_Ending):
             completion = orjson.loads(raw)
         except orjson.JSONDecodeError:
             completion = None
-        if not isinstance(completion, dict) or completion_problem(completion):
+        if not isinstance(completion, dict) or completion_problem(
+                completion, walk=may_nest_deeper(raw, 200)):
             return self.fail(invalid("upstream sent an answer that is not a chat completion"))
         out: list[ChunkOut] = []
         for chunk in completion_to_chunks(completion):
@@ -324,9 +325,11 @@ def chunk_problem(chunk: dict[str, Any]) -> str | None:
     return _choices_problem(chunk.get("choices"), "delta")
 
 
-def completion_problem(completion: dict[str, Any]) -> str | None:
-    """Why a decoded body is not a chat.completion the stages can read, or None."""
-    if depth_exceeds(completion, 200):  # orjson.dumps stops at 254 levels
+def completion_problem(completion: dict[str, Any], walk: bool = True) -> str | None:
+    """Why a decoded body is not a chat.completion the stages can read, or None.
+
+    `walk=False`: the caller knows from the raw bytes it cannot nest too deeply."""
+    if walk and depth_exceeds(completion, 200):  # orjson.dumps stops at 254 levels
         return "nested too deeply"
     return _choices_problem(completion.get("choices"), "message")
 

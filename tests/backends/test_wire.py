@@ -7,6 +7,7 @@ server, and drives the transport through httpx as the proxy does.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -102,12 +103,12 @@ async def test_a_chunked_stream_is_handed_on_as_it_arrives() -> None:
         await writer.drain()
         await reader.read()  # keep the connection open
 
-    async with backend(answer) as (url, _), client(url) as http:
-        async with http.stream("POST", "/s", content=b"{}") as response:
-            pieces = []
-            async for piece in response.aiter_raw():
-                pieces.append(piece)
-                release.set()  # the second piece is only sent after the first arrived
+    async with backend(answer) as (url, _), client(url) as http, \
+            http.stream("POST", "/s", content=b"{}") as response:
+        pieces = []
+        async for piece in response.aiter_raw():
+            pieces.append(piece)
+            release.set()  # the second piece is only sent after the first arrived
     assert pieces == [b"data: 1", b"data: 2"]
 
 
@@ -132,12 +133,12 @@ async def test_a_reset_mid_body_hands_on_what_arrived_then_fails() -> None:
         await asyncio.sleep(0.05)
         writer.transport.abort()
 
-    async with backend(answer) as (url, _), client(url) as http:
-        async with http.stream("POST", "/s", content=b"{}") as response:
-            got = []
-            with pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)):
-                async for piece in response.aiter_raw():
-                    got.append(piece)
+    async with backend(answer) as (url, _), client(url) as http, \
+            http.stream("POST", "/s", content=b"{}") as response:
+        got = []
+        with pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)):
+            async for piece in response.aiter_raw():
+                got.append(piece)
     assert got == [b"data: 1\n"]
 
 
@@ -194,12 +195,12 @@ async def test_a_stream_that_stalls_is_a_read_timeout_after_what_arrived() -> No
         writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n")
         await reader.read()
 
-    async with backend(stall) as (url, _), client(url) as http:
-        async with http.stream("POST", "/", content=b"{}", timeout=0.2) as response:
-            got = []
-            with pytest.raises(httpx.ReadTimeout):
-                async for piece in response.aiter_raw():
-                    got.append(piece)
+    async with backend(stall) as (url, _), client(url) as http, \
+            http.stream("POST", "/", content=b"{}", timeout=0.2) as response:
+        got = []
+        with pytest.raises(httpx.ReadTimeout):
+            async for piece in response.aiter_raw():
+                got.append(piece)
     assert got == [b"abc"]
 
 
@@ -283,12 +284,12 @@ async def test_a_large_body_read_slowly_arrives_whole() -> None:
         await writer.drain()
         await reader.read()
 
-    async with backend(answer) as (url, _), client(url) as http:
-        async with http.stream("GET", "/") as response:
-            parts = []
-            async for piece in response.aiter_raw():
-                parts.append(piece)
-                await asyncio.sleep(0.001)
+    async with backend(answer) as (url, _), client(url) as http, \
+            http.stream("GET", "/") as response:
+        parts = []
+        async for piece in response.aiter_raw():
+            parts.append(piece)
+            await asyncio.sleep(0.001)
     assert b"".join(parts) == body
 
 
@@ -346,7 +347,7 @@ def test_any_segmentation_of_an_answer_gives_the_same_status_and_body(
         conn.start(head=False)
         wire = _answer_bytes(pieces, chunked)
         marks = sorted({c % (len(wire) + 1) for c in cuts} | {0, len(wire)})
-        for start, end in zip(marks, marks[1:]):
+        for start, end in itertools.pairwise(marks):
             conn.data_received(wire[start:end])
         await conn.wait_headers(1.0)
         got = []
