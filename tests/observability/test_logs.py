@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,7 +15,13 @@ from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.servers import serve
 
 from proxy.app import create_app
-from proxy.observability.logs import MASK, JsonFormatter, TextFormatter, setup_logging
+from proxy.observability.logs import (
+    MASK,
+    BatchingHandler,
+    JsonFormatter,
+    TextFormatter,
+    setup_logging,
+)
 from proxy.observability.telemetry import RequestRecord, Telemetry
 from proxy.settings import Settings, redact_url
 
@@ -222,3 +229,36 @@ def test_text_logs_keep_a_traceback_on_its_own_lines() -> None:
     first, _, trace = line.partition("\n")
     assert first.endswith("failed\\x0ahere")
     assert trace.startswith("Traceback") and "ValueError: boom" in trace
+
+
+def test_info_lines_are_batched_and_a_warning_writes_everything_before_it_in_order() -> None:
+    out = io.StringIO()
+    handler = BatchingHandler(out, interval=60.0)
+    handler.setFormatter(TextFormatter())
+    logger = logging.getLogger("toolshim.test.batching")
+    logger.propagate, logger.handlers[:] = False, [handler]
+    logger.setLevel(logging.INFO)
+    logger.info("first")
+    logger.info("second")
+    assert out.getvalue() == ""  # waiting for the writer (60 s here)
+    logger.warning("third")
+    lines = out.getvalue().splitlines()
+    assert [line.split(" ", 4)[-1] for line in lines] == ["first", "second", "third"]
+    logger.info("fourth")
+    handler.flush()  # what logging.shutdown does at exit
+    assert out.getvalue().splitlines()[-1].endswith("fourth")
+
+
+def test_the_writer_thread_writes_waiting_lines_soon() -> None:
+    out = io.StringIO()
+    handler = BatchingHandler(out, interval=0.01)
+    handler.setFormatter(TextFormatter())
+    logger = logging.getLogger("toolshim.test.batching.soon")
+    logger.propagate, logger.handlers[:] = False, [handler]
+    logger.setLevel(logging.INFO)
+    logger.info("waiting")
+    for _ in range(200):
+        if "waiting" in out.getvalue():
+            break
+        time.sleep(0.01)
+    assert out.getvalue().rstrip().endswith("waiting")
