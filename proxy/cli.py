@@ -74,6 +74,8 @@ def _run(settings: Settings) -> None:
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_config=None,
         log_level=settings.log_level, access_log=False, server_header=False,
+        # Nothing reads the client's address: no X-Forwarded-* rewriting layer per request.
+        proxy_headers=False,
         http=header_timeout_protocol(settings.client_timeout),
         # uvicorn's own deadline is a backstop: the drain ends streams cleanly first.
         timeout_graceful_shutdown=math.ceil(settings.shutdown_grace) + 2)
@@ -98,6 +100,7 @@ def _run_workers(settings: Settings) -> None:
     uvicorn.run("proxy.app:from_env", factory=True, workers=settings.workers,
                 host=settings.host, port=settings.port, log_config=None,
                 log_level=settings.log_level, access_log=False, server_header=False,
+                proxy_headers=False,
                 http="proxy.api.client_timeouts:HeaderTimeoutProtocol",
                 timeout_graceful_shutdown=math.ceil(settings.shutdown_grace) + 2)
 
