@@ -10,6 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 from support.capfile import replace_text
 from support.fake_ollama import FakeOllama
@@ -241,3 +243,24 @@ async def test_readyz_says_not_ready_while_draining(
     assert ready.status_code == 503 and alive.status_code == 200
 
 
+
+
+async def test_a_bug_escaping_a_hot_endpoint_is_one_logged_500_with_the_request_id(
+        caplog: pytest.LogCaptureFixture) -> None:
+    async def broken(request: Request) -> Response:
+        raise RuntimeError("a bug")
+
+    async def routed(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    app = Edge(routed, drain=Drain(grace=1.0), hot={"/v1/chat/completions": broken})
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+        hot = await http.post("/v1/chat/completions", headers={"x-request-id": "r-1"})
+        other = await http.get("/v1/chat/completions")  # not POST: the router's
+    assert hot.status_code == 500 and hot.headers["x-request-id"] == "r-1"
+    assert hot.json()["error"]["message"] == "internal error in toolshim"
+    assert other.status_code == 204 and len(other.headers["x-request-id"]) == 32
+    logged = [r for r in caplog.records if r.getMessage().startswith("unexpected error")]
+    assert len(logged) == 1 and logged[0].exc_info is not None
