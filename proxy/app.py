@@ -30,7 +30,7 @@ from proxy.console.routes import console_routes
 from proxy.errors import ApiError, error_body
 from proxy.middleware import Drain, Edge, bearer_allowed
 from proxy.observability.metrics import CONTENT_TYPE
-from proxy.observability.startup import log_upstream_kind, startup_line
+from proxy.observability.startup import freeze_startup_heap, log_upstream_kind, startup_line
 from proxy.observability.telemetry import Telemetry
 from proxy.server_tools.host import ToolHost
 from proxy.services import Services
@@ -82,11 +82,16 @@ def from_env() -> Starlette:
 
     settings = settings_from_env()
     setup_logging(settings.log_level, settings.log_format, secrets(settings))
-    return create_app(settings)
+    return create_app(settings, serving=True)
 
 
-def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starlette:
-    """The app; `app.state.drain` is what a server calls `begin()` on when it stops."""
+def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
+               serving: bool = False) -> Starlette:
+    """The app; `app.state.drain` is what a server calls `begin()` on when it stops.
+
+    `serving`: the app is this process's one server (the CLI, a worker), so what
+    its start loaded can be frozen out of the collector's way (freeze_startup_heap).
+    """
     drain = Drain(settings.shutdown_grace)
     telemetry = telemetry or Telemetry(log)
 
@@ -104,6 +109,8 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> Starle
         for upstream in svc.upstreams.values():
             if settings.kind_for(upstream.root) is None:  # a set kind is not asked about
                 svc.spawn(log_upstream_kind(upstream, log))
+        if serving:
+            freeze_startup_heap()
         try:
             yield
         finally:

@@ -63,7 +63,7 @@ def _run(settings: Settings) -> None:
     from proxy.app import create_app
     from proxy.middleware import Drain
 
-    app = create_app(settings)
+    app = create_app(settings, serving=True)
     drain: Drain = app.state.drain
 
     class DrainingServer(uvicorn.Server):

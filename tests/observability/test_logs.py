@@ -262,3 +262,4 @@ def test_the_writer_thread_writes_waiting_lines_soon() -> None:
             break
         time.sleep(0.01)
     assert out.getvalue().rstrip().endswith("waiting")
+

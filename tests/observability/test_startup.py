@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -67,3 +68,17 @@ async def test_start_does_not_wait_for_an_upstream_that_never_answers(
     async with app.router.lifespan_context(app):
         assert any(r.getMessage().startswith("toolshim listening") and "auth: off"
                    in r.getMessage() for r in caplog.records)
+
+
+async def test_a_serving_app_freezes_its_startup_heap_and_a_test_app_does_not(
+        make_settings: Callable[..., Settings]) -> None:
+    gc.unfreeze()
+    try:
+        app = create_app(make_settings(probe=False))
+        async with app.router.lifespan_context(app):
+            assert gc.get_freeze_count() == 0
+        served = create_app(make_settings(probe=False), serving=True)
+        async with served.router.lifespan_context(served):
+            assert gc.get_freeze_count() > 10_000  # the modules, the app, its services
+    finally:
+        gc.unfreeze()
