@@ -227,9 +227,12 @@ class CompletionTranslator(_Ending):
     """A whole upstream chat.completion (JSON) -> the chunks it stands for."""
 
     def __init__(self, pipeline: ResponsePipeline, *,
-                 max_bytes: int = MAX_EVENT_BYTES * 8) -> None:
+                 max_bytes: int = MAX_EVENT_BYTES * 8, plain: bool = True) -> None:
         super().__init__(pipeline)
         self.max_bytes = max_bytes
+        self.plain = plain
+        """a message that is plain content no stage would change skips their rebuilding
+        (`pipeline.passes_plain`, as on the SSE path)."""
         self._parts: list[bytes] = []
         self._size = 0
 
@@ -256,7 +259,11 @@ class CompletionTranslator(_Ending):
             return self.fail(invalid("upstream sent an answer that is not a chat completion"))
         out: list[ChunkOut] = []
         for chunk in completion_to_chunks(completion):
-            out.extend(self.pipeline.feed(chunk))
+            text = _plain_message(chunk) if self.plain else None
+            if text is not None and self.pipeline.passes_plain(chunk, text):
+                out.append(chunk)
+            else:
+                out.extend(self.pipeline.feed(chunk))
         return out + self._close()
 
 
@@ -299,6 +306,23 @@ def _starts_reasoning(data: bytes) -> bool | None:
     if not stripped:
         return None
     return any(m.startswith(stripped[:len(m)]) for m in (THINK_OPEN, THINK_CLOSE))
+
+
+def _plain_message(chunk: dict[str, Any]) -> str | None:
+    """A whole answer's one message as a chunk: the text when it is the assistant's
+    content and nothing else (role and content only), else None."""
+    choices = chunk.get("choices")
+    if type(choices) is not list or len(choices) != 1:
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("index", 0) != 0:
+        return None
+    delta = choice.get("delta")
+    if type(delta) is not dict or delta.get("role", "assistant") != "assistant" \
+            or not delta.keys() <= {"role", "content"}:
+        return None
+    text = delta.get("content")
+    return text if type(text) is str else None
 
 
 def _plain_content(chunk: dict[str, Any]) -> str | None:

@@ -20,9 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.flow.translate import ChunkOut, SseTranslator
+from proxy.flow.translate import ChunkOut, CompletionTranslator, SseTranslator
 from proxy.transforms.response import build_pipeline
 from proxy.transforms.response.checks import SchemaCache
+from proxy.transforms.response.completion import chunks_to_completion
 from proxy.types import Plan, Profile, ReasoningPolicy
 
 DATA = Path(__file__).parent.parent / "formats" / "data"
@@ -144,3 +145,43 @@ def test_a_call_after_relayed_prose_is_still_recovered() -> None:
     assert text.strip() == "I will check."
     assert decoded[-1]["choices"][0]["finish_reason"] == "tool_calls"
     assert any(isinstance(c, bytes) for c in out)  # " check" went out as sent
+
+
+def _whole_answer(plain: bool, reasoning: ReasoningPolicy, tool_format: str | None, plan: Plan,
+                  text: str, finish: str) -> bytes:
+    """What a non-streaming client gets: the completion merged from the translator's chunks."""
+    ids = (f"call_gen{i:020d}" for i in itertools.count())
+    profile = Profile(model="qwen3:8b", reasoning=reasoning, tool_format=tool_format)
+    pipeline = build_pipeline(client_tools=_tools(), profile=profile, plan=plan,
+                              parallel_tool_calls=None, schema_cache=SchemaCache(),
+                              id_factory=lambda: next(ids))
+    translator = CompletionTranslator(pipeline, plain=plain)
+    body = orjson.dumps({**BASE, "object": "chat.completion", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": text},
+         "finish_reason": finish}], "usage": {"prompt_tokens": 5, "completion_tokens": 3,
+                                              "total_tokens": 8}})
+    out = translator.feed(body) + translator.end()
+    assert translator.failure is None
+    chunks = [orjson.loads(c) if isinstance(c, bytes) else c for c in out]
+    template = {k: v for k, v in chunks[0].items() if k != "usage"} | {"choices": []}
+    return orjson.dumps(chunks_to_completion(chunks, template))
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=TEXT, reasoning=st.sampled_from(["pass", "move", "strip"]),
+       tool_format=st.sampled_from([None, "hermes", "mistral", "pythonic", "json_block"]),
+       plan=st.sampled_from([Plan(), Plan(tools="emulate")]),
+       finish=st.sampled_from(["stop", "length", "tool_calls"]))
+def test_a_whole_answer_is_the_same_on_the_plain_and_the_full_path(
+        text: str, reasoning: ReasoningPolicy, tool_format: str | None, plan: Plan,
+        finish: str) -> None:
+    assert _whole_answer(True, reasoning, tool_format, plan, text, finish) \
+        == _whole_answer(False, reasoning, tool_format, plan, text, finish)
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s["id"] for s in SAMPLES])
+def test_every_sample_as_a_whole_answer_is_the_same_on_both_paths(
+        sample: dict[str, Any]) -> None:
+    for fmt in (None, sample["format"]):
+        assert _whole_answer(True, "move", fmt, Plan(), sample["content"], "stop") \
+            == _whole_answer(False, "move", fmt, Plan(), sample["content"], "stop")
