@@ -231,13 +231,19 @@ def test_text_logs_keep_a_traceback_on_its_own_lines() -> None:
     assert trace.startswith("Traceback") and "ValueError: boom" in trace
 
 
-def test_info_lines_are_batched_and_a_warning_writes_everything_before_it_in_order() -> None:
+def _batched(name: str, interval: float) -> tuple[logging.Logger, BatchingHandler, io.StringIO]:
+    """A logger of its own writing through a BatchingHandler into a string."""
     out = io.StringIO()
-    handler = BatchingHandler(out, interval=60.0)
+    handler = BatchingHandler(out, interval=interval)
     handler.setFormatter(TextFormatter())
-    logger = logging.getLogger("toolshim.test.batching")
+    logger = logging.getLogger(name)
     logger.propagate, logger.handlers[:] = False, [handler]
     logger.setLevel(logging.INFO)
+    return logger, handler, out
+
+
+def test_info_lines_are_batched_and_a_warning_writes_everything_before_it_in_order() -> None:
+    logger, handler, out = _batched("toolshim.test.batching", interval=60.0)
     logger.info("first")
     logger.info("second")
     assert out.getvalue() == ""  # waiting for the writer (60 s here)
@@ -250,16 +256,10 @@ def test_info_lines_are_batched_and_a_warning_writes_everything_before_it_in_ord
 
 
 def test_the_writer_thread_writes_waiting_lines_soon() -> None:
-    out = io.StringIO()
-    handler = BatchingHandler(out, interval=0.01)
-    handler.setFormatter(TextFormatter())
-    logger = logging.getLogger("toolshim.test.batching.soon")
-    logger.propagate, logger.handlers[:] = False, [handler]
-    logger.setLevel(logging.INFO)
+    logger, _, out = _batched("toolshim.test.batching.soon", interval=0.01)
     logger.info("waiting")
     for _ in range(200):
         if "waiting" in out.getvalue():
             break
         time.sleep(0.01)
     assert out.getvalue().rstrip().endswith("waiting")
-
