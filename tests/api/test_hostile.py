@@ -13,7 +13,8 @@ from proxy.api.chat_request import parse_chat_request
 from proxy.api.hostile import depth_exceeds, may_nest_deeper
 from proxy.errors import ApiError
 
-_leaves = st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**63 - 1) | st.text(alphabet="ab[]{}\"\\", max_size=6)
+_leaves = (st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+           | st.text(alphabet="ab[]{}\"\\", max_size=6))
 _json = st.recursive(_leaves, lambda inner: st.lists(inner, max_size=3)
                      | st.dictionaries(st.text(alphabet="k[{", max_size=3), inner, max_size=3),
                      max_leaves=40)

@@ -201,7 +201,8 @@ async def test_an_upstream_that_never_answers_is_a_read_timeout() -> None:
 
 
 async def test_a_stream_that_stalls_is_a_read_timeout_after_what_arrived() -> None:
-    async with backend(writes(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n")) as (url, _), client(url) as http, \
+    answer = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n"
+    async with backend(writes(answer)) as (url, _), client(url) as http, \
             http.stream("POST", "/", content=b"{}", timeout=0.2) as response:
         got = []
         with pytest.raises(httpx.ReadTimeout):
@@ -224,19 +225,22 @@ async def read_request_only(reader: asyncio.StreamReader, writer: asyncio.Stream
 
 
 async def test_garbage_instead_of_http_is_a_protocol_error() -> None:
-    async with backend(writes(b"\x00\xffnot http at all\r\n\r\n")) as (url, _), client(url) as http:
+    answer = b"\x00\xffnot http at all\r\n\r\n"
+    async with backend(writes(answer)) as (url, _), client(url) as http:
         with pytest.raises(httpx.RemoteProtocolError):
             await http.get("/")
 
 
 async def test_head_has_no_body_whatever_its_content_length_says() -> None:
-    async with backend(writes(b"HTTP/1.1 200 OK\r\ncontent-length: 1234\r\n\r\n")) as (url, _), client(url) as http:
+    answer = b"HTTP/1.1 200 OK\r\ncontent-length: 1234\r\n\r\n"
+    async with backend(writes(answer)) as (url, _), client(url) as http:
         response = await http.head("/")
     assert response.status_code == 200 and response.content == b""
 
 
 async def test_informational_answers_are_skipped() -> None:
-    async with backend(writes(b"HTTP/1.1 100 Continue\r\n\r\n" + ok(b"{}"))) as (url, _), client(url) as http:
+    answer = b"HTTP/1.1 100 Continue\r\n\r\n" + ok(b"{}")
+    async with backend(writes(answer)) as (url, _), client(url) as http:
         response = await http.post("/", content=b"{}")
     assert response.status_code == 200 and response.json() == {}
 
