@@ -33,7 +33,7 @@ import asyncio
 import collections
 import ssl
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import cast
 
 import httptools
@@ -44,10 +44,6 @@ _HIGH_WATER = 256 * 1024
 _LOW_WATER = 64 * 1024
 
 Key = tuple[str, str, int]
-
-
-class _Failure(Exception):
-    """Internal: the connection failed; `.error` is the httpx error to raise."""
 
 
 class _Connection(asyncio.Protocol):
@@ -102,9 +98,6 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserUpgrade:
             self._fail(httpx.RemoteProtocolError("upstream switched protocols"))
 
-    def eof_received(self) -> bool | None:
-        return None  # close: connection_lost decides what the end means
-
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         if self.active and not self.complete and self.error is None:
@@ -116,12 +109,6 @@ class _Connection(asyncio.Protocol):
                 self.error = httpx.RemoteProtocolError(
                     "upstream closed the connection before the answer was complete")
         self._wake()
-
-    def pause_writing(self) -> None:  # bodies are small and written once: nothing to pace
-        pass
-
-    def resume_writing(self) -> None:
-        pass
 
     # --- httptools callbacks ------------------------------------------------
 
@@ -200,11 +187,11 @@ class _Connection(asyncio.Protocol):
     async def wait_headers(self, timeout: float | None) -> None:
         while not self.headers_done:
             if self.error is not None:
-                raise _Failure(self.error)
+                raise self.error
             try:
                 await self._wait(timeout)
             except TimeoutError:
-                raise _Failure(httpx.ReadTimeout("upstream sent no answer in time")) from None
+                raise httpx.ReadTimeout("upstream sent no answer in time") from None
 
     async def read(self, timeout: float | None) -> bytes:
         """What arrived since the last read, joined; b"" once the answer is complete."""
@@ -248,10 +235,8 @@ class _Body(httpx.AsyncByteStream):
         try:
             while piece := await conn.read(self.timeout):
                 yield piece
-        except BaseException:
+        finally:
             self._finish()
-            raise
-        self._finish()
 
     async def aclose(self) -> None:
         self._finish()
@@ -275,7 +260,8 @@ class WireTransport(httpx.AsyncBaseTransport):
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        payload = _encode(request, await request.aread())
+        payload = _encode(request.method, request.url, request.headers.raw,
+                          await request.aread())
         return await self._exchange(request.method, request.url, payload,
                                     request.extensions.get("timeout") or {}, request)
 
@@ -286,8 +272,8 @@ class WireTransport(httpx.AsyncBaseTransport):
         The response has no `.request`. `headers` must hold no hop-by-hop ones
         (host and content-length are written here).
         """
-        return await self._exchange(method, url, _encode_plain(method, url, headers, body),
-                                    timeouts, None)
+        payload = _encode(method, url, _as_bytes(headers), body)
+        return await self._exchange(method, url, payload, timeouts, None)
 
     async def _exchange(self, method: str, url: httpx.URL, payload: bytes,
                         timeouts: Mapping[str, float | None],
@@ -331,17 +317,14 @@ class WireTransport(httpx.AsyncBaseTransport):
             try:
                 await conn.wait_headers(timeouts.get("read"))
                 return conn
-            except _Failure as failure:
+            except BaseException as exc:
                 conn.active = False
                 conn._close()
-                if reused and not conn.received and not isinstance(
-                        failure.args[0], httpx.ReadTimeout):
-                    continue  # closed while idle in the pool: one more go, on a new one
-                raise failure.args[0] from None
-            except BaseException:
-                conn.active = False
-                conn._close()
-                raise
+                # Closed while idle in the pool (nothing came back, no timeout): one more
+                # go, on a new connection. Anything else is the caller's.
+                if not (reused and not conn.received and isinstance(exc, httpx.TransportError)
+                        and not isinstance(exc, httpx.ReadTimeout)):
+                    raise
 
     def _pooled(self, key: Key) -> _Connection | None:
         idle = self.idle.get(key)
@@ -398,41 +381,35 @@ class WireTransport(httpx.AsyncBaseTransport):
                 idle.pop()._close()
 
 
-def _encode(request: httpx.Request, body: bytes) -> bytes:
-    """The request line, headers and body as one buffer (one write, one packet)."""
-    url = request.url
-    lines = [b"%s %s HTTP/1.1\r\n" % (request.method.encode("ascii"), url.raw_path)]
-    sized = False
-    for name, value in request.headers.raw:
-        if b"\r" in value or b"\n" in value or b"\r" in name or b"\n" in name:
-            raise httpx.LocalProtocolError("header with a line break", request=request)
-        lowered = name.lower()
-        if lowered == b"transfer-encoding":  # the body was read whole: it goes sized
-            continue
-        sized = sized or lowered == b"content-length"
-        lines.append(b"%s: %s\r\n" % (name, value))
-    if body and not sized:
-        lines.append(b"content-length: %d\r\n" % len(body))
-    lines.append(b"\r\n")
-    lines.append(body)
-    return b"".join(lines)
+_WRITTEN_HERE = frozenset({b"host", b"content-length", b"transfer-encoding"})
 
 
-def _encode_plain(method: str, url: httpx.URL, headers: Mapping[str, str],
-                  body: bytes | None) -> bytes:
-    """`_encode` for a plain dict of end-to-end headers (the hot path)."""
+def _encode(method: str, url: httpx.URL, headers: Iterable[tuple[bytes, bytes]],
+            body: bytes | None) -> bytes:
+    """The request line, headers and body as one buffer (one write, one packet).
+
+    `host` and `content-length` are written here from the URL and the body (the body
+    is always whole, so a `transfer-encoding` given is dropped too)."""
     lines = [b"%s %s HTTP/1.1\r\nhost: %s\r\n" % (method.encode("ascii"), url.raw_path,
                                                     url.netloc)]
-    for name, value in headers.items():
-        if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
+    for name, value in headers:
+        if b"\r" in value or b"\n" in value or b"\r" in name or b"\n" in name:
             raise httpx.LocalProtocolError("header with a line break")
-        try:
-            lines.append(b"%s: %s\r\n" % (name.encode("latin-1"), value.encode("latin-1")))
-        except UnicodeEncodeError:  # as httpx does: what latin-1 cannot say goes as UTF-8
-            lines.append(b"%s: %s\r\n" % (name.encode(), value.encode()))
+        if name.lower() not in _WRITTEN_HERE:
+            lines.append(b"%s: %s\r\n" % (name, value))
     if body or method in ("POST", "PUT", "PATCH"):
         lines.append(b"content-length: %d\r\n" % len(body or b""))
     lines.append(b"\r\n")
     if body:
         lines.append(body)
     return b"".join(lines)
+
+
+def _as_bytes(headers: Mapping[str, str]) -> Iterator[tuple[bytes, bytes]]:
+    """Plain str headers as bytes: latin-1 as HTTP has it, UTF-8 (as httpx does) for
+    what latin-1 cannot say."""
+    for name, value in headers.items():
+        try:
+            yield name.encode("latin-1"), value.encode("latin-1")
+        except UnicodeEncodeError:
+            yield name.encode(), value.encode()
