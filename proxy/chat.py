@@ -46,7 +46,7 @@ from proxy.backends.probe import probe_metadata
 from proxy.backends.refusals import Refusal, classify_refusal
 from proxy.backends.routing import send_chat
 from proxy.backends.sse_frames import wants_usage
-from proxy.backends.upstream import Upstream, forward_headers
+from proxy.backends.upstream import Upstream, forward_headers, read_whole
 from proxy.console.gate import below_min_validation
 from proxy.errors import ApiError, upstream_error_body
 from proxy.flow.correct import CorrectingTurn
@@ -181,7 +181,7 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
             ex.record.rung = rung_name(plan)
             _note_request_changes(ex, notes + sender.confirmed())
             return response, plan
-        raw = await response.aread()
+        raw = await read_whole(response, upstream.root)
         ex.tap.answered(response.status_code, raw)
         await response.aclose()
         ex.upstream_s += time.perf_counter() - t0

@@ -20,7 +20,7 @@ import orjson
 
 from proxy.backends.quirks import EMPTY_STREAM, Quirk, is_empty_stream, quirk_for_error
 from proxy.backends.sse_frames import completion_to_sse, wants_usage
-from proxy.backends.upstream import Upstream, body_stream, send, transport_error
+from proxy.backends.upstream import Upstream, body_stream, read_whole, send, transport_error
 from proxy.errors import ApiError
 from proxy.transforms.request.backend_quirks import without_stream
 from proxy.types import ChatRequest, Observation, Profile
@@ -58,7 +58,7 @@ class AdaptingSender:
 
         response = await post(body)
         if self._stream and not body.get("stream"):
-            return await _as_stream(response, self._usage)
+            return await _as_stream(response, self._usage, upstream.root)
         if not body.get("stream") or response.status_code >= 400 or not body.get("tools") \
                 or "event-stream" not in response.headers.get("content-type", ""):
             return response  # nothing to watch: the bytes go to the relay untouched
@@ -69,7 +69,7 @@ class AdaptingSender:
             await response.aclose()
             self._learn(EMPTY_STREAM)
             retry = await _post_again(post, without_stream(body))
-            return await _as_stream(retry, self._usage)
+            return await _as_stream(retry, self._usage, upstream.root)
         return httpx.Response(response.status_code, headers=response.headers,
                               stream=_Resumed(first or b"", pieces, response))
 
@@ -127,12 +127,13 @@ async def _first_bytes(pieces: AsyncIterator[bytes], root: str) -> bytes | None:
     return None
 
 
-async def _as_stream(response: httpx.Response, include_usage: bool) -> httpx.Response:
+async def _as_stream(response: httpx.Response, include_usage: bool,
+                     root: str) -> httpx.Response:
     """A whole completion as the event stream of the same answer (errors as they are)."""
     if response.status_code >= 400:
         return response
     try:
-        raw = await response.aread()
+        raw = await read_whole(response, root)
     finally:
         await response.aclose()
     try:

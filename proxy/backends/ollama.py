@@ -20,7 +20,7 @@ import httpx
 import orjson
 
 from proxy.backends.ollama_stream import IdFactory, NativeStream, native_completion
-from proxy.backends.upstream import Upstream, send, transport_error
+from proxy.backends.upstream import Upstream, body_stream, send
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.errors import ApiError
 
@@ -173,11 +173,10 @@ async def open_native(upstream: Upstream, body: dict[str, Any], headers: dict[st
     if body.get("stream"):
         translator = NativeStream(model, created, completion_id, include_usage=include_usage,
                                   id_factory=id_factory)
-        stream: httpx.AsyncByteStream = _Translated(response, upstream.root, translator, finished)
+        stream: httpx.AsyncByteStream = _Translated(response, translator, finished)
         ctype = "text/event-stream"
     else:
-        stream = _Whole(response, upstream.root, model, created, completion_id, id_factory,
-                        finished)
+        stream = _Whole(response, model, created, completion_id, id_factory, finished)
         ctype = "application/json"
     return httpx.Response(response.status_code, headers={"content-type": ctype},
                           stream=stream)
@@ -186,25 +185,22 @@ async def open_native(upstream: Upstream, body: dict[str, Any], headers: dict[st
 class _Translated(httpx.AsyncByteStream):
     """The upstream NDJSON body, read as it arrives, handed on as OpenAI SSE."""
 
-    def __init__(self, response: httpx.Response, root: str, translator: NativeStream,
+    def __init__(self, response: httpx.Response, translator: NativeStream,
                  finished: Finished) -> None:
         self.response = response
-        self.root = root
         self.translator = translator
         self.finished = finished
         self.reported = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         translator = self.translator
-        try:
-            async for piece in self.response.aiter_raw():
-                out = translator.feed(piece)
-                # Before yielding: the relay stops reading at the answer's [DONE].
-                self._report()
-                if out:
-                    yield out
-        except httpx.TransportError as exc:
-            raise transport_error(exc, self.root) from None
+        # A broken transport raises as it is: the reader maps it (flow/run.py Turn).
+        async for piece in body_stream(self.response):
+            out = translator.feed(piece)
+            # Before yielding: the relay stops reading at the answer's [DONE].
+            self._report()
+            if out:
+                yield out
         tail = translator.end()
         self._report()
         if tail:
@@ -222,10 +218,9 @@ class _Translated(httpx.AsyncByteStream):
 class _Whole(httpx.AsyncByteStream):
     """The upstream's one JSON answer, handed on as one OpenAI completion."""
 
-    def __init__(self, response: httpx.Response, root: str, model: str, created: int,
+    def __init__(self, response: httpx.Response, model: str, created: int,
                  completion_id: str, id_factory: IdFactory, finished: Finished) -> None:
         self.response = response
-        self.root = root
         self.meta = (model, created, completion_id)
         self.id_factory = id_factory
         self.finished = finished
@@ -233,14 +228,11 @@ class _Whole(httpx.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         parts: list[bytes] = []
         size = 0
-        try:
-            async for piece in self.response.aiter_raw():
-                size += len(piece)
-                if size > _MAX_JSON:
-                    raise ApiError(502, "upstream answer is too large", code="upstream_invalid")
-                parts.append(piece)
-        except httpx.TransportError as exc:
-            raise transport_error(exc, self.root) from None
+        async for piece in body_stream(self.response):  # transport errors: as _Translated
+            size += len(piece)
+            if size > _MAX_JSON:
+                raise ApiError(502, "upstream answer is too large", code="upstream_invalid")
+            parts.append(piece)
         try:
             obj = orjson.loads(b"".join(parts))
         except orjson.JSONDecodeError:

@@ -62,20 +62,13 @@ class Upstream:
         return found
 
 
-def make_client(root: str, connect_timeout: float, read_timeout: float,
-                max_connections: int) -> httpx.AsyncClient:
-    timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=read_timeout,
-                            pool=connect_timeout)
-    transport = WireTransport(max_connections=max_connections, max_idle=256,
-                              keepalive_expiry=30.0)
-    return httpx.AsyncClient(base_url=root, transport=transport, timeout=timeout,
-                             trust_env=False)
-
-
 def make_upstream(root: str, api_key: str | None, connect_timeout: float,
                   read_timeout: float, max_connections: int) -> Upstream:
-    client = make_client(root, connect_timeout, read_timeout, max_connections)
-    wire = client._transport if isinstance(client._transport, WireTransport) else None
+    """An upstream with its client over our transport (`send` hands requests to it)."""
+    timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=read_timeout,
+                            pool=connect_timeout)
+    wire = WireTransport(max_connections=max_connections, max_idle=256, keepalive_expiry=30.0)
+    client = httpx.AsyncClient(base_url=root, transport=wire, timeout=timeout, trust_env=False)
     return Upstream(root, client, api_key=api_key, wire=wire)
 
 
@@ -143,6 +136,14 @@ async def iter_bytes(response: httpx.Response, root: str) -> AsyncIterator[bytes
         raise transport_error(exc, root) from None
 
 
+async def read_whole(response: httpx.Response, root: str) -> bytes:
+    """The whole body (an error answer, a non-streamed one); a broken transport is ApiError."""
+    try:
+        return await response.aread()
+    except httpx.TransportError as exc:
+        raise transport_error(exc, root) from None
+
+
 def body_stream(response: httpx.Response) -> httpx.AsyncByteStream:
     """The response's raw body stream, iterated directly: `aiter_raw` enters a context
     manager and a chunker for every piece (a layer per chunk on a 64-chunk stream).
@@ -153,20 +154,14 @@ def body_stream(response: httpx.Response) -> httpx.AsyncByteStream:
 
 
 def transport_error(exc: httpx.TransportError, root: str) -> ApiError:
-    """Map a transport failure to 502/504 with a message that names no secrets."""
-    timed_out = _timed_out(exc)
-    if timed_out:
+    """Map a transport failure to 502/504 with a message that names no secrets.
+
+    Only a real timeout is a 504; a refused or reset connection is 'unavailable'."""
+    if isinstance(exc, httpx.TimeoutException):
         return ApiError(504, f"upstream {redact_url(root)} timed out", type_="timeout_error",
                         code="upstream_timeout")
     return ApiError(502, f"upstream {redact_url(root)} is unreachable or closed the connection",
                     type_="api_error", code="upstream_unavailable")
-
-
-def _timed_out(exc: httpx.TransportError) -> bool:
-    """Only a real timeout is one: a refused or reset connection is 'unavailable'."""
-    if isinstance(exc.__cause__, TimeoutError):
-        return True
-    return isinstance(exc, httpx.TimeoutException)
 
 
 _LISTING_TIMEOUT = 5.0

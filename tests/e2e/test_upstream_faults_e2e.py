@@ -17,9 +17,9 @@ from proxy.app import create_app
 from proxy.settings import Settings
 
 
-@pytest.mark.parametrize("when", ["before", "during"])
+@pytest.mark.parametrize("when", ["before", "during", "during-error"])
 def test_a_reset_during_a_non_streamed_answer_is_a_502(
-        when: Literal["before", "during"], caps_path: Path,
+        when: Literal["before", "during", "during-error"], caps_path: Path,
         new_sdk: Callable[..., openai.OpenAI]) -> None:
     with resetting_upstream(when) as upstream:
         settings = Settings(upstreams=(upstream,), capabilities=str(caps_path), probe=False,
