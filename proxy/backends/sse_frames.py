@@ -95,7 +95,7 @@ class UsageCounter:
         """the last event that looked like a chunk, undecoded."""
 
     def observe(self, data: bytes) -> None:
-        if b'"usage"' not in data and b'":""' not in data and b'"choices"' in data \
+        if not _may_hold_usage(data) and b'":""' not in data and b'"choices"' in data \
                 and any(key in data for key in _TEXT_KEYS):
             # A chunk with a non-empty text field and no usage: nothing to decode.
             self._last = data
@@ -155,3 +155,10 @@ def _generates(choice: Any) -> bool:
 def prompt_chars(request: JSON) -> int:
     """Size of what the model reads: messages and tools as sent."""
     return len(orjson.dumps([request.get("messages"), request.get("tools")]))
+
+
+def _may_hold_usage(data: bytes) -> bool:
+    """Whether an event may carry a usage object. Backends that follow the OpenAI spec
+    for `include_usage` put `"usage": null` on every other chunk: those are judged by
+    their bytes like the rest, not decoded one by one."""
+    return b'"usage"' in data and b'"usage":null' not in data and b'"usage": null' not in data

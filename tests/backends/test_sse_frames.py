@@ -136,19 +136,21 @@ _DELTAS = st.sampled_from([
 
 @given(st.lists(_DELTAS, max_size=12), st.booleans(),
        st.lists(st.integers(min_value=0, max_value=3_000), max_size=6), st.booleans(),
-       st.sampled_from(["pass", "move"]))
+       st.sampled_from(["pass", "move"]), st.booleans())
 def test_completion_tokens_are_the_chunks_that_generated(
         deltas: list[dict[str, Any]], spaced: bool, cuts: list[int], decode: bool,
-        reasoning: ReasoningPolicy) -> None:
-    # Compact (Ollama, llama.cpp) or spaced JSON: the count must not depend on
+        reasoning: ReasoningPolicy, null_usage: bool) -> None:
+    # Compact (Ollama, llama.cpp) or spaced JSON, and `"usage": null` on every chunk
+    # as the OpenAI spec has it for include_usage: the count must not depend on
     # which events the filler decoded and which it judged by their bytes.
     base = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-    frames = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+    extra = {"usage": None} if null_usage else {}
+    frames = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}], **extra}
               for d in deltas]
     dump = (lambda f: json.dumps(f).encode()) if spaced else orjson.dumps
     body = b"".join(b"data: " + dump(f) + b"\n\n" for f in frames) + b"data: [DONE]\n\n"
     chunks = _fill(body, cuts, decode, reasoning)
-    usage = [c for c in chunks if "usage" in c]
+    usage = [c for c in chunks if c.get("usage")]
     generated = sum(any(isinstance(d.get(k), str) and d[k]
                         for k in ("content", "reasoning_content", "reasoning"))
                     or any(c["function"].get("arguments") for c in d.get("tool_calls") or [])
