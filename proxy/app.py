@@ -69,9 +69,6 @@ def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Se
     )
 
 
-"""Resolved settings handed to worker processes (`toolshim --workers N`)."""
-
-
 def from_env() -> Starlette:
     """App factory for uvicorn workers: `uvicorn --factory proxy.app:from_env --workers N`.
 

@@ -102,7 +102,7 @@ async def _open(ex: Exchange, path: str) -> Response:
     call = _Call(ex, await UpstreamCall.open(svc.limiter, upstream))
     t0 = time.perf_counter()
     try:
-        response = call.upstream.response = await send(
+        response = call.upstream_call.response = await send(
             upstream, request.method, path, content=body or None, headers=headers)
     except BaseException:
         await call.close()
@@ -120,17 +120,17 @@ class _Call:
     """One passed-through upstream call (its slot and response, as chat's: UpstreamCall)
     and its accounting, once."""
 
-    def __init__(self, ex: Exchange, upstream: UpstreamCall) -> None:
+    def __init__(self, ex: Exchange, upstream_call: UpstreamCall) -> None:
         self.ex = ex
-        self.upstream = upstream
+        self.upstream_call = upstream_call
         self.status = 502
         self.error: str | None = None
 
     async def relay(self) -> AsyncIterator[bytes]:
-        response = self.upstream.response
+        response = self.upstream_call.response
         assert response is not None
         try:
-            async for piece in iter_bytes(response, self.upstream.upstream.root):
+            async for piece in iter_bytes(response, self.upstream_call.upstream.root):
                 yield piece
         except ApiError as exc:
             # The status line is gone already; ending the body is all that's left.
@@ -144,12 +144,12 @@ class _Call:
 
     async def close(self) -> None:
         """Close upstream, free the slot, log the request: once, whoever calls first."""
-        if self.upstream.closed:
+        if self.upstream_call.closed:
             return
         try:
-            await self.upstream.aclose()
+            await self.upstream_call.aclose()
         finally:
-            if self.upstream.response is not None:
+            if self.upstream_call.response is not None:
                 self.ex.finish(self.status, self.error)
 
 

@@ -5,8 +5,9 @@ always what a well-behaved OpenAI backend would have sent. A request the
 profile says must not stream with tools is sent whole and its answer turned
 into the event stream (sse_frames.py); a streamed request with tools that gets
 an empty 200 stream is resent whole at once (a stream lacking the usage chunk
-the client asked for gets one from the translator: sse_frames.UsageCounter). On a 5xx, `retry_after` says whether a rewrite
-(quirks.quirk_for_error) is worth one more attempt. What worked is reported as
+the client asked for gets one from the translator: sse_frames.UsageCounter).
+On a 5xx, `retry_after` says whether a rewrite (quirks.quirk_for_error) is
+worth one more attempt. What worked is reported as
 observations by `confirmed`, so learning.py records it under `learned:`.
 """
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from cachetools import LRUCache
 from starlette.requests import Request
 
 from proxy.console.tap import Capture, Tap
@@ -70,7 +71,7 @@ class ConsoleState:
 
     def __init__(self, recent: int = 200, *, keep_prompts: bool = False) -> None:
         self._recent: deque[_Finished] = deque(maxlen=max(recent, 0))
-        self.counters: dict[str, ModelCounters] = {}
+        self.counters: LRUCache[str, ModelCounters] = LRUCache(maxsize=_MAX_MODELS)
         self.captures: dict[str, Capture] = {}
         self.keep_prompts = keep_prompts
         self.started = time.time()
@@ -104,12 +105,10 @@ class ConsoleState:
             self._recent.append(_Finished(record, time.time(), observations, tap.prompt))
         if record.model is None or record.endpoint != "chat.completions":
             return
-        counters = self.counters.pop(record.model, None)
+        # An LRU: a flood of made-up model names pushes out the least recently used.
+        counters = self.counters.get(record.model)
         if counters is None:
-            if len(self.counters) >= _MAX_MODELS:  # made-up model names: forget the least
-                del self.counters[next(iter(self.counters))]  # recently used
-            counters = ModelCounters()
-        self.counters[record.model] = counters  # re-inserted: the dict's order is LRU
+            counters = self.counters[record.model] = ModelCounters()
         refusals = 0
         for obs in observations:
             refusals += obs.kind in _REFUSALS

@@ -153,8 +153,6 @@ def fact_is_news(entry: object | None, fact: LearnedFact) -> bool:
     return False
 
 
-
-
 def merge_fact(entry: object | None, fact: LearnedFact) -> dict[str, Any]:
     """The learned entry after `fact`: a new mapping, `entry` is left as it was.
 

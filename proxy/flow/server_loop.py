@@ -34,7 +34,6 @@ from proxy.transforms.response import ResponsePipeline
 from proxy.types import ChatRequest, Chunk, Profile
 
 OpenTurn = Callable[[Exchange, ChatRequest, Profile, Upstream], Awaitable[Turn]]
-"""an SSE comment line; relay.py writes items that start with ':' as they are."""
 KEEPALIVE_EVERY = 5.0
 """seconds between keep-alives while server tools run (clients and proxies time out ~30-60 s)."""
 

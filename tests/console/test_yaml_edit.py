@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.resolve import normalise_model_name
-from proxy.capabilities.schema import Capabilities
+from proxy.capabilities.schema import BOOKKEEPING, Capabilities
 from proxy.console.yaml_edit import EditError, forget_text, promote_text
 from tests.capabilities.strategies import documents, render
 
@@ -147,7 +147,7 @@ def test_edits_change_exactly_one_entry(data: dict[str, Any], draw: st.DataObjec
     assert [normalise_model_name(k) for k in new_keys] == [normalise_model_name(name)]
     moved = before.learned[name].model_dump(
         exclude_unset=True, by_alias=True,
-        exclude={"source", "at", "evidence", "upstream", "validation"})
+        exclude=set(BOOKKEEPING))
     assert promoted.models[new_keys[0]].model_dump(exclude_unset=True, by_alias=True) == moved
     for key, entry in before.models.items():
         assert promoted.models[key] == entry
