@@ -113,7 +113,7 @@ async def open_turn(ex: Exchange, chat: ChatRequest, profile: Profile,
     svc = ex.svc
     call = await UpstreamCall.open(svc.limiter, upstream)
     try:
-        call.response, plan = await send_with_retry(ex, chat, profile, upstream)
+        call.response, plan, sent = await send_with_retry(ex, chat, profile, upstream)
         pipeline = build_pipeline(
             client_tools=chat.get("tools") or [], profile=profile, plan=plan,
             parallel_tool_calls=chat.get("parallel_tool_calls"),
@@ -123,7 +123,7 @@ async def open_turn(ex: Exchange, chat: ChatRequest, profile: Profile,
             await call.aclose()
         raise
     return Turn(call, pipeline, decode=not (ex.record.stream and _trivial(chat, profile)),
-                tap=ex.tap, usage=chat if wants_usage(chat) else None)
+                tap=ex.tap, usage=sent if wants_usage(chat) else None)
 
 
 def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
@@ -159,8 +159,10 @@ async def profile_with_probe(svc: Services, model: str, upstream: Upstream) -> P
 
 
 async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
-                          upstream: Upstream) -> tuple[httpx.Response, Plan]:
-    """Send; on a recognised refusal step one rung down the ladder and resend at once."""
+                          upstream: Upstream) -> tuple[httpx.Response, Plan, ChatRequest]:
+    """Send; on a recognised refusal step one rung down the ladder and resend at once.
+
+    Returns the answer, the rung it came from and the body sent (what the model read)."""
     plan = initial_plan(profile, bool(chat.get("tools")))
     plan = below_min_validation(ex.svc, profile, plan, has_tools=bool(chat.get("tools")))
     headers = forward_headers(ex.request.headers, upstream,
@@ -180,7 +182,7 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
             ex.upstream_s += time.perf_counter() - t0
             ex.record.rung = rung_name(plan)
             _note_request_changes(ex, notes + sender.confirmed())
-            return response, plan
+            return response, plan, body
         raw = await read_whole(response, upstream.root)
         ex.tap.answered(response.status_code, raw)
         await response.aclose()
