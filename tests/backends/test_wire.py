@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import socket
+import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -135,25 +137,30 @@ async def test_a_body_ended_by_the_close_is_complete_and_not_reused() -> None:
     assert opened == [0, 1]
 
 
-async def test_a_reset_mid_body_hands_on_what_arrived_then_fails() -> None:
+@pytest.mark.parametrize("reset", [True, False])
+async def test_a_broken_body_hands_on_what_arrived_then_fails(reset: bool) -> None:
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         await read_request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
                      b"8\r\ndata: 1\n\r\n")
         await writer.drain()
         await asyncio.sleep(0.05)
+        if reset:  # SO_LINGER 0: the close is an RST, as a crashed backend's
+            writer.get_extra_info("socket").setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         writer.transport.abort()
 
+    expected = httpx.ReadError if reset else httpx.RemoteProtocolError
     async with backend(answer) as (url, _), client(url) as http, \
             http.stream("POST", "/s", content=b"{}") as response:
         got = []
-        with pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)):
+        with pytest.raises(expected):
             async for piece in response.aiter_raw():
                 got.append(piece)
     assert got == [b"data: 1\n"]
 
 
-async def test_a_pooled_connection_closed_while_idle_is_retried_on_a_new_one() -> None:
+async def test_a_pooled_connection_seen_closed_while_idle_is_not_used() -> None:
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         await read_request(reader)
         writer.write(ok(b'"conn %d"' % n))  # keep-alive promised, then closed anyway
@@ -239,10 +246,21 @@ async def test_head_has_no_body_whatever_its_content_length_says() -> None:
 
 
 async def test_informational_answers_are_skipped() -> None:
-    answer = b"HTTP/1.1 100 Continue\r\n\r\n" + ok(b"{}")
-    async with backend(writes(answer)) as (url, _), client(url) as http:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 100 Continue\r\nx-interim: 1\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.05)  # the 1xx is read on its own before the answer comes
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\n{\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(b"1\r\n}\r\n0\r\n\r\n")
+        await reader.read()
+
+    async with backend(answer) as (url, _), client(url) as http:
         response = await http.post("/", content=b"{}")
-    assert response.status_code == 200 and response.json() == {}
+    assert (response.status_code, response.content) == (200, b"{}")
+    assert "x-interim" not in response.headers
 
 
 async def test_an_answer_abandoned_half_read_closes_its_connection() -> None:
@@ -375,3 +393,87 @@ async def test_the_hot_path_send_writes_plain_headers_host_and_length() -> None:
     assert seen == [b"POST /v1/chat/completions?a=1 HTTP/1.1\r\nhost: " + host + b"\r\n"
                     b"x-k: v\r\nauthorization: Bearer s\r\ncontent-length: 7\r\n\r\n"
                     b'{"m":1}']
+
+
+async def test_slots_come_back_after_failures_and_answers() -> None:
+    """One connection slot: every way an exchange ends must give it back."""
+    answers = iter([b"\x00garbage\r\n\r\n", None, ok(b"1"), ok(b"2"), ok(b"3")])
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while True:
+            await read_request(reader)
+            reply = next(answers)
+            if reply is None:  # silent: the client's read times out
+                await reader.read()
+                return
+            writer.write(reply)
+
+    async with backend(answer) as (url, _), client(url, max_connections=1) as http:
+        with pytest.raises(httpx.RemoteProtocolError):
+            await http.get("/")
+        with pytest.raises(httpx.ReadTimeout):
+            await http.get("/", timeout=httpx.Timeout(0.1, pool=0.2))
+        bodies = [(await http.get("/", timeout=httpx.Timeout(2.0, pool=0.2))).content
+                  for _ in range(3)]
+    assert bodies == [b"1", b"2", b"3"]
+
+
+async def test_a_timed_out_request_on_a_pooled_connection_is_not_sent_again() -> None:
+    seen: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        seen.append(await read_request(reader))
+        writer.write(ok(b"{}"))
+        seen.append(await read_request(reader))
+        await reader.read()  # the second one is never answered
+
+    async with backend(answer) as (url, opened), client(url) as http:
+        await http.post("/", content=b"{}")
+        with pytest.raises(httpx.ReadTimeout):
+            await http.post("/", content=b"{}", timeout=0.2)
+    assert opened == [0] and len(seen) == 2  # a generation is never started twice
+
+
+@pytest.mark.parametrize("status_line", [b"HTTP/1.1 200 OK", b"HTTP/1.0 200 OK"])
+async def test_an_answer_that_says_close_is_not_reused(status_line: bytes) -> None:
+    # cpp-httplib (llama-server) says `Connection: close` now and then without closing
+    # at once; HTTP/1.0 without keep-alive means the same.
+    extra = b"connection: close\r\n" if status_line.endswith(b"1.1 200 OK") else b""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while True:
+            await read_request(reader)
+            writer.write(status_line + b"\r\n" + extra + b"content-length: 2\r\n\r\nok")
+
+    async with backend(answer) as (url, opened), client(url) as http:
+        first, second = await http.get("/"), await http.get("/")
+    assert (first.content, second.content) == (b"ok", b"ok")
+    assert opened == [0, 1]
+
+
+async def test_a_connection_after_head_is_not_reused() -> None:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while True:
+            head = await read_request(reader)
+            if head.startswith(b"HEAD"):
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n")
+            else:
+                writer.write(ok(b'"get %d"' % n))
+
+    async with backend(answer) as (url, opened), client(url) as http:
+        assert (await http.head("/")).content == b""
+        assert (await http.get("/")).json() == "get 1"
+    assert opened == [0, 1]
+
+
+async def test_reading_pauses_past_the_high_water_mark_and_resumes_when_read() -> None:
+    sink = _Sink()
+    conn = _Connection(asyncio.get_running_loop())
+    conn.connection_made(sink)  # type: ignore[arg-type]
+    conn.start(head=False)
+    body = b"x" * (300 * 1024)
+    conn.data_received(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % (len(body) + 1))
+    conn.data_received(body)
+    assert sink.paused
+    assert await conn.read(1.0) == body
+    assert not sink.paused

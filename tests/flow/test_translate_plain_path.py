@@ -185,3 +185,23 @@ def test_every_sample_as_a_whole_answer_is_the_same_on_both_paths(
     for fmt in (None, sample["format"]):
         assert _whole_answer(True, "move", fmt, Plan(), sample["content"], "stop") \
             == _whole_answer(False, "move", fmt, Plan(), sample["content"], "stop")
+
+
+def test_a_plain_whole_answer_skips_the_stages_rebuilding() -> None:
+    # The stages rebuild a message as a role chunk and a content chunk; the plain path
+    # keeps the message's one chunk as completion_to_chunks made it.
+    ids = (f"call_gen{i:020d}" for i in itertools.count())
+    text = "Sunny in Oslo, 21 degrees."
+    for plain, deltas in ((True, [{"role": "assistant", "content": text}]),
+                          (False, [{"role": "assistant"}, {"content": text}])):
+        pipeline = build_pipeline(client_tools=_tools(), profile=Profile(model="qwen3:8b"),
+                                  plan=Plan(), parallel_tool_calls=None,
+                                  schema_cache=SchemaCache(), id_factory=lambda: next(ids))
+        translator = CompletionTranslator(pipeline, plain=plain)
+        body = orjson.dumps({**BASE, "object": "chat.completion", "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text},
+             "finish_reason": "stop"}]})
+        out = translator.feed(body) + translator.end()
+        chunks = [orjson.loads(c) if isinstance(c, bytes) else c for c in out]
+        got = [ch["delta"] for c in chunks for ch in c["choices"] if ch["delta"]]
+        assert got == deltas

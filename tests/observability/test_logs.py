@@ -86,6 +86,7 @@ def test_setup_logging_installs_one_handler_and_silences_access_lines() -> None:
     setup_logging("warning", "text", [KEY])
     root = logging.getLogger()
     assert len(root.handlers) == 1 and isinstance(root.handlers[0].formatter, TextFormatter)
+    assert isinstance(root.handlers[0], BatchingHandler)
     assert root.level == logging.WARNING
     assert logging.getLogger("uvicorn.access").disabled
 
