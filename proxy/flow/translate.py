@@ -259,7 +259,7 @@ class CompletionTranslator(_Ending):
             return self.fail(invalid("upstream sent an answer that is not a chat completion"))
         out: list[ChunkOut] = []
         for chunk in completion_to_chunks(completion):
-            text = _plain_message(chunk) if self.plain else None
+            text = _plain_content(chunk, role_ok=True) if self.plain else None
             if text is not None and self.pipeline.passes_plain(chunk, text):
                 out.append(chunk)
             else:
@@ -308,27 +308,12 @@ def _starts_reasoning(data: bytes) -> bool | None:
     return any(m.startswith(stripped[:len(m)]) for m in (THINK_OPEN, THINK_CLOSE))
 
 
-def _plain_message(chunk: dict[str, Any]) -> str | None:
-    """A whole answer's one message as a chunk: the text when it is the assistant's
-    content and nothing else (role and content only), else None."""
-    choices = chunk.get("choices")
-    if type(choices) is not list or len(choices) != 1:
-        return None
-    choice = choices[0]
-    if type(choice) is not dict or choice.get("index", 0) != 0:
-        return None
-    delta = choice.get("delta")
-    if type(delta) is not dict or delta.get("role", "assistant") != "assistant" \
-            or not delta.keys() <= {"role", "content"}:
-        return None
-    text = delta.get("content")
-    return text if type(text) is str else None
-
-
-def _plain_content(chunk: dict[str, Any]) -> str | None:
+def _plain_content(chunk: dict[str, Any], role_ok: bool = False) -> str | None:
     """The text of a chunk that is choice 0's content and nothing else, or None.
 
-    Checks every type it relies on: a chunk it accepts needs no `chunk_problem`.
+    `role_ok`: the delta may also say `"role": "assistant"` (a whole answer's message
+    as completion_to_chunks makes it). Checks every type it relies on: a chunk it
+    accepts needs no `chunk_problem`.
     """
     choices = chunk.get("choices")
     if type(choices) is not list or len(choices) != 1 or chunk.get("usage") is not None:
@@ -338,7 +323,9 @@ def _plain_content(chunk: dict[str, Any]) -> str | None:
             or choice.get("finish_reason") is not None:
         return None
     delta = choice.get("delta")
-    if type(delta) is not dict or len(delta) != 1:
+    if type(delta) is not dict or len(delta) != 1 + (role_ok and "role" in delta):
+        return None
+    if role_ok and delta.get("role", "assistant") != "assistant":
         return None
     text = delta.get("content")
     return text if type(text) is str else None
