@@ -6,8 +6,9 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import orjson
@@ -27,7 +28,7 @@ from proxy.capabilities.store import CapabilityStore
 from proxy.chat import chat_completions
 from proxy.console.recent import ConsoleState
 from proxy.console.routes import console_routes
-from proxy.errors import ApiError, error_body
+from proxy.errors import ApiError, internal_error
 from proxy.middleware import Drain, Edge, bearer_allowed
 from proxy.observability.metrics import CONTENT_TYPE
 from proxy.observability.startup import freeze_startup_heap, log_upstream_kind, startup_line
@@ -137,10 +138,11 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
     # One edge layer (request id, drain, keys, body deadline): see proxy/middleware.py.
     # It sits outside Starlette's own layers; the two hot POST routes are dispatched
     # there directly, past the router.
-    edge = {"drain": drain, "keys": settings.api_keys,
-            "protect_metrics": settings.protect_metrics, "telemetry": telemetry,
-            "body_timeout": settings.client_timeout,
-            "hot": {"/v1/chat/completions": chat_completions, "/v1/responses": create_response}}
+    edge = partial(Edge, drain=drain, keys=settings.api_keys,
+                   protect_metrics=settings.protect_metrics, telemetry=telemetry,
+                   body_timeout=settings.client_timeout,
+                   hot={"/v1/chat/completions": chat_completions,
+                        "/v1/responses": create_response})
     app = _EdgedStarlette(edge, routes=routes, lifespan=lifespan,
                           exception_handlers={HTTPException: _http_error, ApiError: _api_error,
                                               Exception: _unexpected})
@@ -153,12 +155,12 @@ class _EdgedStarlette(Starlette):
     """Starlette with the edge outermost: a streamed chunk passes one send wrapper (the
     edge's), not Starlette's error layer's too; the hot endpoints answer their own errors."""
 
-    def __init__(self, edge: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, edge: Callable[[ASGIApp], ASGIApp], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.edge = edge
 
     def build_middleware_stack(self) -> ASGIApp:
-        return Edge(super().build_middleware_stack(), **self.edge)
+        return self.edge(super().build_middleware_stack())
 
 
 async def healthz(request: Request) -> Response:
@@ -222,5 +224,4 @@ async def _api_error(request: Request, exc: Exception) -> Response:
 async def _unexpected(request: Request, exc: Exception) -> Response:
     log.exception("unexpected error on %s %s", request.method, request.url.path,
                   extra={"record": {"request_id": getattr(request.state, "request_id", None)}})
-    return Response(orjson.dumps(error_body("internal error in toolshim", 500)),
-                    status_code=500, media_type="application/json")
+    return internal_error()

@@ -70,6 +70,12 @@ class ApiError(Exception):
                         media_type="application/json", headers=self.headers)
 
 
+def internal_error() -> Response:
+    """The answer to a bug of ours that reached the edge: a 500 that says nothing more."""
+    return Response(orjson.dumps(error_body("internal error in toolshim", 500)),
+                    status_code=500, media_type="application/json")
+
+
 def upstream_error_body(status: int, raw: bytes) -> dict[str, Any]:
     """Re-shape an upstream error body into the OpenAI envelope.
 

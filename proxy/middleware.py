@@ -41,7 +41,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from proxy.api.client_timeouts import TIMED_OUT
-from proxy.errors import error_body
+from proxy.errors import error_body, internal_error
 from proxy.observability.telemetry import RequestRecord, Telemetry
 
 log = logging.getLogger("toolshim")
@@ -184,10 +184,7 @@ class Edge:
                           extra={"record": {"request_id": scope["state"]["request_id"]}})
             if progress.started:
                 raise  # mid-body: the server closes the connection
-            await send({"type": "http.response.start", "status": 500,
-                        "headers": [(b"content-type", b"application/json")]})
-            await send({"type": "http.response.body", "body": orjson.dumps(
-                error_body("internal error in toolshim", 500))})
+            await internal_error()(scope, receive, send)
 
     def _timed(self, scope: Scope, receive: Receive) -> Receive:
         """`receive` with the body deadline: past it, a disconnect, and the request marked."""

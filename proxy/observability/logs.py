@@ -8,7 +8,6 @@ keys, upstream keys) is masked in the finished line, whatever logged it.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 import sys
@@ -122,8 +121,11 @@ class BatchingHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self._wake.set()
 
     def flush(self) -> None:
-        with self.lock or contextlib.nullcontext():
+        self.acquire()
+        try:
             self._write()
+        finally:
+            self.release()
 
     def _write(self) -> None:
         if not self._pending:
