@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import secrets
-import string
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -28,14 +27,16 @@ from proxy.state import MemoryState, SharedState
 from proxy.state.limits import Limiter
 from proxy.transforms.response.checks import SchemaCache
 
-_ID_ALPHABET = string.ascii_letters + string.digits
 LISTING_TTL = 10.0
 """seconds between /v1/models look-ups made to route an unlisted model."""
 
 
 def new_call_id() -> str:
-    """OpenAI-style tool call id, for calls the backend gave none (or a duplicate)."""
-    return "call_" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
+    """OpenAI-style tool call id, for calls the backend gave none (or a duplicate).
+
+    24 hex digits (96 random bits): one call to the OS, where drawing 24 letters one
+    by one cost ~30 us, paid by every native stream for its completion id."""
+    return "call_" + secrets.token_hex(12)
 
 
 @dataclass

@@ -21,7 +21,7 @@ writers compare it by identity and send an SSE comment, readers of chunks skip i
 KEEPALIVE_FRAME = KEEPALIVE + b"\n\n"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SseEvent:
     data: bytes
     event: str | None = None
@@ -53,6 +53,11 @@ class SseDecoder:
         for line in lines:
             self._take_line(line, events)
         return events
+
+    @property
+    def idle(self) -> bool:
+        """Between events: nothing of an unfinished one is held."""
+        return not self._tail and not self._data and self._event is None
 
     def _feed_lf(self, buf: bytes) -> list[SseEvent]:
         """Fast path for LF-only framing (every backend in docs/backends.md): whole

@@ -2,7 +2,8 @@
 
 Streaming: every batch of chunks the run yields is framed as `data: <json>`
 and written at once; nothing waits for the whole answer. Chunks the run
-hands over as raw upstream bytes (its fast path) are copied, never decoded.
+hands over as raw upstream bytes (its fast path) are copied, never decoded;
+a whole read of upstream events (`SseFrames`) is written as it came.
 A failure ends the stream with one OpenAI error event and `[DONE]`.
 Non-streaming: the chunks are merged into one chat.completion.
 
@@ -24,6 +25,7 @@ from proxy.api.disconnect import unless_client_leaves
 from proxy.errors import ApiError, error_body
 from proxy.flow.exchange import call_headers
 from proxy.flow.run import ChatRun
+from proxy.flow.translate import ChunkOut, SseFrames
 from proxy.sse import DONE_FRAME, KEEPALIVE, KEEPALIVE_FRAME, encode_data
 from proxy.transforms.response.completion import chunks_to_completion
 from proxy.types import Chunk
@@ -74,7 +76,7 @@ class SseResponse(Response):
 async def _sse_body(run: ChatRun) -> AsyncIterator[bytes]:
     try:
         async for batch in run.batches():
-            yield b"".join([_frame(item) for item in batch])
+            yield b"".join([frame(item) for item in batch])
         yield DONE_FRAME
     except ApiError as exc:
         yield _error_frame(exc.message, exc.status, exc.code) + DONE_FRAME
@@ -89,10 +91,13 @@ async def _sse_body(run: ChatRun) -> AsyncIterator[bytes]:
         await run.aclose()  # shielded inside: also when the client left
 
 
-def _frame(item: bytes | Chunk) -> bytes:
-    if item is KEEPALIVE:
-        return KEEPALIVE_FRAME
-    return encode_data(item if isinstance(item, bytes) else orjson.dumps(item))
+def frame(item: ChunkOut) -> bytes:
+    """One batch item as the SSE bytes a client gets."""
+    if isinstance(item, bytes):
+        if item is KEEPALIVE:
+            return KEEPALIVE_FRAME
+        return item if isinstance(item, SseFrames) else encode_data(item)
+    return encode_data(orjson.dumps(item))
 
 
 async def json_response(run: ChatRun) -> Response:

@@ -30,9 +30,10 @@ from proxy.chat import run_chat
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.run import ChatRun
+from proxy.flow.translate import as_chunks
 from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services
-from proxy.sse import KEEPALIVE, KEEPALIVE_FRAME
+from proxy.sse import KEEPALIVE_FRAME
 from proxy.types import JSON, ChatRequest, Chunk
 
 _DEFAULTS: JSON = {"instructions": None, "tool_choice": "auto", "parallel_tool_calls": True,
@@ -75,8 +76,7 @@ async def _run_batches(run: ChatRun) -> AsyncIterator[list[Chunk]]:
     try:
         async for batch in run.batches():
             # The fast path hands chunks over as the upstream's JSON bytes.
-            yield [orjson.loads(item) if isinstance(item, bytes) else item for item in batch
-                   if item is not KEEPALIVE]  # a keep-alive becomes an empty batch
+            yield as_chunks(batch)  # a keep-alive becomes an empty batch
     finally:
         await run.aclose()  # shielded inside; accounts the request once
 

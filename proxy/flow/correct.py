@@ -25,12 +25,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import orjson
-
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange
 from proxy.flow.run import Turn
-from proxy.flow.translate import ChunkOut
+from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.formats.base import tool_schemas
 from proxy.transforms.response.correction import Problem, Rejected, correction_messages
 from proxy.types import ChatRequest, Chunk, Observation, Profile
@@ -142,7 +140,7 @@ def _out(chunks: list[Chunk]) -> list[ChunkOut]:
 
 
 def _decoded(batch: list[ChunkOut]) -> list[Chunk]:
-    return [orjson.loads(c) if isinstance(c, bytes) else c for c in batch]
+    return as_chunks(batch)
 
 
 def _delta(chunk: Chunk) -> dict[str, Any]:

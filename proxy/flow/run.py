@@ -20,15 +20,19 @@ from dataclasses import dataclass, field
 
 import anyio
 import httpx
-import orjson
 
 from proxy.backends.sse_frames import UsageCounter
 from proxy.backends.upstream import Upstream, body_stream, transport_error
 from proxy.console.tap import Tap
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, toolshim_headers
-from proxy.flow.translate import ChunkOut, CompletionTranslator, SseTranslator, Translator
-from proxy.sse import KEEPALIVE
+from proxy.flow.translate import (
+    ChunkOut,
+    CompletionTranslator,
+    SseTranslator,
+    Translator,
+    as_chunks,
+)
 from proxy.state.limits import Limiter
 from proxy.transforms.response import ResponsePipeline
 from proxy.transforms.response.assembly import CallCounts
@@ -174,9 +178,8 @@ class ChatRun:
 
     async def chunks(self) -> AsyncIterator[Chunk]:
         async for batch in self.batches():
-            for item in batch:
-                if item is not KEEPALIVE:
-                    yield orjson.loads(item) if isinstance(item, bytes) else item
+            for chunk in as_chunks(batch):
+                yield chunk
 
     async def aclose(self) -> None:
         if self.summary is not None:

@@ -20,12 +20,10 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import orjson
-
 from proxy.backends.upstream import Upstream
 from proxy.flow.exchange import Exchange
 from proxy.flow.run import ChatRun, Turn
-from proxy.flow.translate import ChunkOut
+from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.server_tools.host import ToolHost
 from proxy.server_tools.loop import LoopGuard, next_messages, put_back, set_aside, split_calls
 from proxy.server_tools.runner import ToolOutcome
@@ -182,8 +180,7 @@ class _Held:
 
     def take(self, batch: list[ChunkOut]) -> list[ChunkOut]:
         out: list[ChunkOut] = []
-        for item in batch:
-            chunk: Chunk = orjson.loads(item) if isinstance(item, bytes) else item
+        for chunk in as_chunks(batch):
             choices = chunk.get("choices") or []
             if not choices:
                 self.tail.append(chunk)  # usage

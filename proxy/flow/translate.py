@@ -8,7 +8,9 @@ answer never gets a made-up finish: finish reasons the stages would add at
 their flush are removed, so the client sees the content and then the error.
 
 Out come chunks: a dict, or, on the fast path, the chunk's JSON `bytes`
-exactly as the upstream sent them (never decoded, see `_relay_as_is`).
+exactly as the upstream sent them (never decoded, see `_relay_as_is`), or a
+whole read of such events still in their SSE framing (`SseFrames`, see
+`_whole_read`). `as_chunks` turns any batch into dicts.
 
 Must not: do I/O, know the client's wire format (SSE framing, JSON
 assembly and error frames belong to the route), or read settings.
@@ -24,13 +26,34 @@ from proxy.api.hostile import depth_exceeds, may_nest_deeper
 from proxy.backends.sse_frames import UsageCounter
 from proxy.errors import ApiError
 from proxy.formats.detect import THINK_CLOSE, THINK_OPEN
-from proxy.sse import SseDecoder, SseEvent
+from proxy.sse import DONE, DONE_FRAME, KEEPALIVE, SseDecoder, SseEvent
 from proxy.transforms.response import ResponsePipeline
 from proxy.transforms.response.completion import completion_to_chunks
 from proxy.types import Chunk
 
+
+class SseFrames(bytes):
+    """Fast path, a whole upstream read: events that are each exactly one
+    `data: <JSON object>` line, as an SSE client gets them (nothing to add or take)."""
+
+
 ChunkOut = Chunk | bytes
-"""A chunk as a dict, or (fast path) its upstream JSON bytes, unparsed."""
+"""A chunk as a dict, or (fast path) its upstream JSON bytes, unparsed, or `SseFrames`."""
+
+
+def as_chunks(batch: list[ChunkOut]) -> list[Chunk]:
+    """A batch as chunk dicts, for readers that need them: upstream bytes decoded,
+    frames split into their events, keep-alives (no chunk) left out."""
+    out: list[Chunk] = []
+    for item in batch:
+        if isinstance(item, SseFrames):
+            out.extend(orjson.loads(event[6:]) for event in item.split(b"\n\n")[:-1])
+        elif isinstance(item, bytes):
+            if item is not KEEPALIVE:
+                out.append(orjson.loads(item))
+        else:
+            out.append(item)
+    return out
 
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 """One SSE event, or a whole JSON answer, larger than this ends the answer."""
@@ -117,6 +140,10 @@ class SseTranslator(_Ending):
     def feed(self, data: bytes) -> list[ChunkOut]:
         if self.finished:
             return []
+        if not self.decode and self.usage is None and self._decoder.idle:
+            whole = self._whole_read(data)
+            if whole is not None:
+                return whole
         events = self._decoder.feed(data)
         # What follows the last line break is the start of the next event.
         self._unframed = (len(data) - data.rfind(b"\n") - 1) if events \
@@ -138,6 +165,36 @@ class SseTranslator(_Ending):
             return out + self.fail(ApiError(502, "upstream closed the stream before it finished",
                                             code="upstream_incomplete"))
         return out + self._close()
+
+    def _whole_read(self, data: bytes) -> list[ChunkOut] | None:
+        """The fast path for a whole read at once, or None to go event by event.
+
+        A read of whole events that are each one `data: {...}` line with
+        nothing for the stages (`_plain_frames`) goes out as it came, framing
+        included: no split, no per-event work, no re-framing. While sniffing
+        for reasoning, the first events are looked at one by one until the
+        verdict; what follows a plain verdict goes out whole.
+        """
+        body, done = (data[:-len(DONE_FRAME)], True) if data.endswith(DONE_FRAME) \
+            else (data, False)
+        if not _plain_frames(body):
+            return None
+        out: list[ChunkOut] = []
+        while self._sniffing and body:
+            end = body.index(b"\n\n")
+            out.extend(self._sniff(body[6:end], False))
+            body = body[end + 2:]
+        if body and not self.finished:
+            if self.decode:  # the sniffing sent the stream through the stages
+                out.extend(self._take([SseEvent(e[6:]) for e in body.split(b"\n\n")[:-1]]))
+            else:
+                if not self.saw_finish and (b'"finish_reason":"' in body
+                                            or b'"finish_reason": "' in body):
+                    self.saw_finish = True
+                out.append(SseFrames(body))
+        if done and not self.finished:
+            out.extend(self._take([SseEvent(DONE)]))
+        return out
 
     def _take(self, events: list[SseEvent]) -> list[ChunkOut]:
         out: list[ChunkOut] = []
@@ -277,6 +334,17 @@ def _relay_as_is(data: bytes) -> bool:
     """
     return (data[:2] == b'{"' and data[-1:] == b"}" and b'"tool_calls"' not in data
             and b'"error"' not in data and b"\n" not in data)  # one `data:` line out
+
+
+def _plain_frames(body: bytes) -> bool:
+    """Whether a read is whole events, each one `data: {...}` line `_relay_as_is` would
+    pass, judged by a few scans of the read: it starts `data: {"`, its only line
+    breaks are the blank-line pairs that end events, and each pair follows a `}`
+    and is followed by the next `data: {"`."""
+    if not (body.startswith(b'data: {"') and body.endswith(b"}\n\n")):
+        return False
+    events = body.count(b'}\n\ndata: {"') + 1
+    return (body.count(b"\n") == 2 * events and b"\r" not in body and b'"tool_calls"' not in body and b'"error"' not in body)
 
 
 _MAX_SNIFFED = 8

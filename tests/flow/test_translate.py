@@ -10,17 +10,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from proxy.api.relay import frame as relay_frame
 from proxy.errors import ApiError
 from proxy.flow.translate import (
     ChunkOut,
     CompletionTranslator,
+    SseFrames,
     SseTranslator,
     Translator,
+    as_chunks,
     completion_problem,
 )
 from proxy.transforms.response import ResponsePipeline, build_pipeline
 from proxy.transforms.response.checks import SchemaCache
-from proxy.types import Chunk, Plan, Profile
+from proxy.types import Chunk, Plan, Profile, ReasoningPolicy
 
 WEATHER_TOOL = {"type": "function", "function": {
     "name": "get_weather", "parameters": {"type": "object", "properties": {
@@ -29,10 +32,10 @@ BASE = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": 1755
         "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
 
 
-def pipeline(tools: bool = False) -> ResponsePipeline:
+def pipeline(tools: bool = False, reasoning: ReasoningPolicy = "move") -> ResponsePipeline:
     ids = (f"call_gen{i:020d}" for i in itertools.count())
     return build_pipeline(client_tools=[WEATHER_TOOL] if tools else [],
-                          profile=Profile(model="qwen3:8b"), plan=Plan(),
+                          profile=Profile(model="qwen3:8b", reasoning=reasoning), plan=Plan(),
                           parallel_tool_calls=None, schema_cache=SchemaCache(),
                           id_factory=lambda: next(ids))
 
@@ -61,7 +64,7 @@ def answer(*pieces: str, call: bool = False, finish: bool = True, done: bool = T
 
 
 def decoded(items: list[ChunkOut]) -> list[Chunk]:
-    return [orjson.loads(i) if isinstance(i, bytes) else i for i in items]
+    return as_chunks(items)
 
 
 def run(translator: Translator, pieces: list[bytes]) -> tuple[list[Chunk], ApiError | None]:
@@ -95,8 +98,55 @@ def test_a_whole_stream_passes(decode: bool) -> None:
 
 def test_fast_path_hands_out_the_upstream_bytes_unchanged() -> None:
     event = orjson.dumps(chunk({"role": "assistant", "content": "hi"}))
-    out = SseTranslator(pipeline(), decode=False).feed(frame(event))
-    assert out == [event]
+    translator = SseTranslator(pipeline(), decode=False)
+    assert translator.feed(frame(event)[:-1]) == []  # not yet a whole event
+    assert translator.feed(b"\n") == [event]
+
+
+def test_a_whole_read_of_plain_events_is_handed_out_as_it_came() -> None:
+    body = answer("Hel", "lo")
+    events = body.removesuffix(b"data: [DONE]\n\n")
+    # reasoning: move sniffs the first content ("Hel": plain), then the rest goes whole.
+    for reasoning, whole in (("pass", events), ("move", events[events.index(b"\n\n") + 2:])):
+        translator = SseTranslator(pipeline(reasoning=reasoning), decode=False)
+        out = translator.feed(body)
+        assert type(out[-1]) is SseFrames and out[-1] == whole
+        assert b"".join(relay_frame(c) for c in out) == events
+        assert translator.finished and translator.failure is None
+        assert [c["choices"][0]["delta"].get("content") for c in as_chunks(out)] == [
+            "Hel", "lo", None]
+
+
+def test_a_whole_read_that_opens_with_reasoning_goes_through_the_stages() -> None:
+    translator = SseTranslator(pipeline(), decode=False)
+    out = translator.feed(answer("<think>plan</think>", "Hi"))
+    assert not any(type(c) is SseFrames for c in out) and translator.decode
+    deltas = [c["choices"][0]["delta"] for c in as_chunks(out) if c["choices"]]
+    assert "".join(d.get("reasoning_content") or "" for d in deltas) == "plan"
+    assert "".join(d.get("content") or "" for d in deltas).strip() == "Hi"
+
+
+@pytest.mark.parametrize("odd", [
+    b"data: {\"a\":1}\r\n\r\n",                   # CRLF framing
+    b"data: {\"a\":\ndata: 1}\n\n",                # one event over two data lines
+    b"event: message\ndata: {\"a\":1}\n\n",        # a field before data
+    b": keep-alive\n\n",                         # a comment
+    b"data:{\"a\":1}\n\n",                        # no space after the colon
+    b"data: {\"a\":1}\n\n\n\n",                    # an empty event after it
+    b"data: [1]\n\n",                             # not an object
+])
+def test_a_read_with_anything_unusual_goes_event_by_event(odd: bytes) -> None:
+    plain = frame(chunk({"role": "assistant", "content": "hi"}))
+    out = SseTranslator(pipeline(), decode=False).feed(plain + odd + plain)
+    assert not any(type(c) is SseFrames for c in out)
+
+
+@pytest.mark.parametrize("field", [b'"tool_calls"', b'"error"'])
+def test_a_read_with_a_call_or_an_error_goes_event_by_event(field: bytes) -> None:
+    plain = frame(chunk({"role": "assistant", "content": "hi"}))
+    odd = b"data: " + orjson.dumps(chunk({"content": "x"}))[:-1] + b"," + field + b":[]}\n\n"
+    out = SseTranslator(pipeline(), decode=False).feed(plain + odd)
+    assert not any(type(c) is SseFrames for c in out)
 
 
 def test_a_tool_call_switches_the_fast_path_to_the_stages() -> None:
@@ -264,11 +314,11 @@ def _sniffing(policy: str = "move") -> SseTranslator:
 
 def _split(out: list[ChunkOut]) -> tuple[str, str, int]:
     """(content, reasoning_content, how many chunks came as the upstream's bytes)."""
-    chunks = [orjson.loads(c) if isinstance(c, bytes) else c for c in out]
+    chunks = as_chunks(out)
     deltas = [c["choices"][0].get("delta") or {} for c in chunks if c.get("choices")]
     return ("".join(d.get("content") or "" for d in deltas),
             "".join(d.get("reasoning_content") or "" for d in deltas),
-            sum(isinstance(c, bytes) for c in out))
+            sum(len(as_chunks([c])) for c in out if isinstance(c, bytes)))
 
 
 def test_plain_stream_under_move_stays_on_the_fast_path() -> None:
@@ -276,7 +326,7 @@ def test_plain_stream_under_move_stays_on_the_fast_path() -> None:
     out = tr.feed(answer("Hello", " <think>not reasoning</think>", " world"))
     content, reasoning, raw = _split(out)
     assert content == "Hello <think>not reasoning</think> world" and reasoning == ""
-    assert raw == len(out) == 4, "every chunk relayed as the upstream's bytes"
+    assert raw == len(as_chunks(out)) == 4, "every chunk relayed as the upstream's bytes"
     assert tr.finished and tr.failure is None and tr.end() == []
 
 

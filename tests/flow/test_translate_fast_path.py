@@ -20,6 +20,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from proxy.api.relay import frame
 from proxy.flow.translate import ChunkOut, SseTranslator
 from proxy.transforms.response import build_pipeline
 from proxy.transforms.response.checks import SchemaCache
@@ -60,8 +61,7 @@ def _client_bytes(decode: bool, reads: list[bytes],
         out += translator.feed(data)
     out += translator.end()
     assert translator.failure is None
-    return b"".join(b"data: " + (c if isinstance(c, bytes) else orjson.dumps(c)) + b"\n\n"
-                    for c in out)
+    return b"".join(frame(c) for c in out)
 
 
 def _cut(body: bytes, cuts: list[int]) -> list[bytes]:

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from proxy.api.relay import frame
 from proxy.flow.translate import ChunkOut, CompletionTranslator, SseTranslator
 from proxy.transforms.response import build_pipeline
 from proxy.transforms.response.checks import SchemaCache
@@ -66,8 +67,7 @@ def _client_bytes(translator: SseTranslator, body: bytes, cuts: list[int]) -> by
             out += translator.feed(body[a:b])
     out += translator.end()
     assert translator.failure is None
-    return b"".join(b"data: " + (c if isinstance(c, bytes) else orjson.dumps(c)) + b"\n\n"
-                    for c in out)
+    return b"".join(frame(c) for c in out)
 
 
 def _split(text: str, cuts: list[int]) -> list[str]:
