@@ -249,9 +249,11 @@ def main() -> None:
     parser.add_argument("-c", "--concurrency", type=int, default=1)
     parser.add_argument("-d", "--duration", type=float, default=3.0)
     parser.add_argument("-n", "--max-requests", type=int, default=1_000_000)
+    parser.add_argument("--api", choices=("chat", "responses"), default="chat",
+                        help="POST /v1/chat/completions (default) or /v1/responses")
     args = parser.parse_args()
     spec = LoadSpec(args.model, args.stream, args.concurrency, args.tools,
-                    args.duration, max_requests=args.max_requests)
+                    args.duration, max_requests=args.max_requests, api=args.api)
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         result = runner.run(run_load(args.url, spec))
     print(orjson.dumps(result.summary(), option=orjson.OPT_INDENT_2).decode())

@@ -140,7 +140,7 @@ class SseTranslator(_Ending):
     def feed(self, data: bytes) -> list[ChunkOut]:
         if self.finished:
             return []
-        if not self.decode and self.usage is None and self._decoder.idle:
+        if not self.decode and self._decoder.idle:
             whole = self._whole_read(data)
             if whole is not None:
                 return whole
@@ -177,17 +177,21 @@ class SseTranslator(_Ending):
         """
         body, done = (data[:-len(DONE_FRAME)], True) if data.endswith(DONE_FRAME) \
             else (data, False)
-        if not _plain_frames(body):
+        events = _plain_frames(body)
+        if not events:
             return None
         out: list[ChunkOut] = []
         while self._sniffing and body:
             end = body.index(b"\n\n")
-            out.extend(self._sniff(body[6:end], False))
+            out.extend(self._take([SseEvent(body[6:end])]))
             body = body[end + 2:]
+            events -= 1
         if body and not self.finished:
             if self.decode:  # the sniffing sent the stream through the stages
                 out.extend(self._take([SseEvent(e[6:]) for e in body.split(b"\n\n")[:-1]]))
             else:
+                if self.usage is not None:
+                    self.usage.observe_frames(body, events)
                 if not self.saw_finish and (b'"finish_reason":"' in body
                                             or b'"finish_reason": "' in body):
                     self.saw_finish = True
@@ -336,15 +340,17 @@ def _relay_as_is(data: bytes) -> bool:
             and b'"error"' not in data and b"\n" not in data)  # one `data:` line out
 
 
-def _plain_frames(body: bytes) -> bool:
-    """Whether a read is whole events, each one `data: {...}` line `_relay_as_is` would
-    pass, judged by a few scans of the read: it starts `data: {"`, its only line
-    breaks are the blank-line pairs that end events, and each pair follows a `}`
-    and is followed by the next `data: {"`."""
+def _plain_frames(body: bytes) -> int:
+    """How many whole events a read is, if each is one `data: {...}` line `_relay_as_is`
+    would pass (else 0), judged by a few scans of the read: it starts `data: {"`, its
+    only line breaks are the blank-line pairs that end events, and each pair follows
+    a `}` and is followed by the next `data: {"`."""
     if not (body.startswith(b'data: {"') and body.endswith(b"}\n\n")):
-        return False
+        return 0
     events = body.count(b'}\n\ndata: {"') + 1
-    return (body.count(b"\n") == 2 * events and b"\r" not in body and b'"tool_calls"' not in body and b'"error"' not in body)
+    plain = (body.count(b"\n") == 2 * events and b"\r" not in body
+             and b'"tool_calls"' not in body and b'"error"' not in body)
+    return events if plain else 0
 
 
 _MAX_SNIFFED = 8

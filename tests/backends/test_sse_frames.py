@@ -160,3 +160,21 @@ def test_completion_tokens_are_the_chunks_that_generated(
         return
     assert [u["usage"]["completion_tokens"] for u in usage] == [generated]
     assert {k: v for k, v in usage[0].items() if k not in ("choices", "usage")} == base
+
+
+@given(st.lists(_DELTAS.filter(lambda d: "tool_calls" not in d), min_size=1, max_size=12),
+       st.booleans(), st.booleans())
+def test_a_whole_read_counts_as_its_events_one_by_one(
+        deltas: list[dict[str, Any]], spaced: bool, null_usage: bool) -> None:
+    # observe_frames judges a read by a few scans where it can; the count and the
+    # usage chunk it makes must be those of observing each event on its own.
+    base = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    extra = {"usage": None} if null_usage else {}
+    dump = (lambda f: json.dumps(f).encode()) if spaced else orjson.dumps
+    events = [dump({**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}],
+                    **extra}) for d in deltas]
+    one_by_one, whole = UsageCounter(REQUEST), UsageCounter(REQUEST)
+    for event in events:
+        one_by_one.observe(event)
+    whole.observe_frames(b"".join(b"data: " + e + b"\n\n" for e in events), len(events))
+    assert whole.missing() == one_by_one.missing()
