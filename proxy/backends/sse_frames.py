@@ -112,19 +112,22 @@ class UsageCounter:
         """`observe` for a whole read of `events` plain events, framing included
         (`data: {...}` lines, no tool calls: translate._plain_frames).
 
-        With no usage, reasoning, empty string or spaced key in the read and a
-        `choices` in every event, each event counts iff it holds a compact
-        `"content":"` (once: a key's pattern cannot occur escaped inside a string),
-        so one scan counts them all; any other read goes event by event.
+        The last event (where a usage chunk comes) is observed on its own. With no
+        usage, reasoning, empty string or spaced key in the events before it and a
+        `choices` in each, each of those counts iff it holds a compact `"content":"`
+        (once: a key's pattern cannot occur escaped inside a string), so one scan
+        counts them all; otherwise they go event by event too.
         """
-        if (_may_hold_usage(body) or b'":""' in body or b'": ' in body
-                or b'"reasoning' in body or body.count(b'"choices"') != events):
-            for event in body.split(b"\n\n")[:-1]:
-                self.observe(event[6:])
-            return
-        self._generated += body.count(b'"content":"')
         cut = body.rfind(b'}\n\ndata: {"')
-        self._last = body[cut + 9:-2] if cut >= 0 else body[6:-2]
+        if cut >= 0:
+            head = body[:cut + 3]
+            if (_may_hold_usage(head) or b'":""' in head or b'": ' in head
+                    or b'"reasoning' in head or head.count(b'"choices"') != events - 1):
+                for event in head.split(b"\n\n")[:-1]:
+                    self.observe(event[6:])
+            else:
+                self._generated += head.count(b'"content":"')
+        self.observe(body[cut + 9:-2] if cut >= 0 else body[6:-2])
 
     def observe_chunk(self, chunk: JSON, data: bytes) -> None:
         """The same for an event its caller has decoded already (`data` its bytes)."""

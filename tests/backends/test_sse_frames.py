@@ -163,9 +163,9 @@ def test_completion_tokens_are_the_chunks_that_generated(
 
 
 @given(st.lists(_DELTAS.filter(lambda d: "tool_calls" not in d), min_size=1, max_size=12),
-       st.booleans(), st.booleans())
+       st.booleans(), st.booleans(), st.booleans())
 def test_a_whole_read_counts_as_its_events_one_by_one(
-        deltas: list[dict[str, Any]], spaced: bool, null_usage: bool) -> None:
+        deltas: list[dict[str, Any]], spaced: bool, null_usage: bool, usage_last: bool) -> None:
     # observe_frames judges a read by a few scans where it can; the count and the
     # usage chunk it makes must be those of observing each event on its own.
     base = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
@@ -173,6 +173,9 @@ def test_a_whole_read_counts_as_its_events_one_by_one(
     dump = (lambda f: json.dumps(f).encode()) if spaced else orjson.dumps
     events = [dump({**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}],
                     **extra}) for d in deltas]
+    if usage_last:  # the backend's own usage chunk ends the read
+        events.append(dump({**base, "choices": [], "usage": {
+            "prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}))
     one_by_one, whole = UsageCounter(REQUEST), UsageCounter(REQUEST)
     for event in events:
         one_by_one.observe(event)
