@@ -187,22 +187,31 @@ class Edge:
             await internal_error()(scope, receive, send)
 
     def _timed(self, scope: Scope, receive: Receive) -> Receive:
-        """`receive` with the body deadline: past it, a disconnect, and the request marked."""
-        deadline = time.monotonic() + self.body_timeout
+        """`receive` with the body deadline: past it, a disconnect, and the request marked.
+
+        asyncio's own timeout, not an anyio scope: it is armed for every request
+        (its body usually already waits in uvicorn's buffer) and costs half as much.
+        It cancels only this await and undoes its own cancel (`uncancel`), so the
+        drain's anyio scope around the request still works as before.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_timeout
         body_done = False
 
         async def timed_receive() -> Message:
             nonlocal body_done
             if body_done:
                 return await receive()
-            with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
-                message = await receive()
-                if message["type"] != "http.request" or not message.get("more_body"):
-                    body_done = True
-                return message
-            scope.setdefault("state", {})[TIMED_OUT] = True
-            body_done = True
-            return {"type": "http.disconnect"}
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                scope.setdefault("state", {})[TIMED_OUT] = True
+                body_done = True
+                return {"type": "http.disconnect"}
+            if message["type"] != "http.request" or not message.get("more_body"):
+                body_done = True
+            return message
 
         return timed_receive
 

@@ -80,16 +80,25 @@ def forward_headers(incoming: Mapping[str, str], upstream: Upstream,
     so it is forwarded only when toolshim has no keys and the upstream has no
     key of its own.
     """
-    # Headers the client's Connection header names are hop-by-hop too (RFC 9110 7.6.1).
-    named = {h.strip().lower() for k, v in incoming.items() if k.lower() == "connection"
-             for h in v.split(",")}
-    out = {k: v for k, v in incoming.items()
-           if k.lower() not in HOP_BY_HOP and k.lower() not in named
-           and k.lower() != "authorization"}
+    # One pass over the headers (a Starlette mapping decodes them all on every items()).
+    out: dict[str, str] = {}
+    named: set[str] = set()
+    client_auth = None
+    for key, value in incoming.items():
+        lowered = key.lower()
+        if lowered == "authorization":
+            client_auth = value if client_auth is None else client_auth
+        elif lowered not in HOP_BY_HOP:
+            out[key] = value
+        elif lowered == "connection":
+            # Headers the client's Connection header names are hop-by-hop too (RFC 9110 7.6.1).
+            named.update(h.strip().lower() for h in value.split(","))
+    for key in [k for k in out if k.lower() in named] if named else ():
+        del out[key]
     if upstream.api_key:
         out["authorization"] = f"Bearer {upstream.api_key}"
-    elif keep_client_auth and "authorization" in {k.lower() for k in incoming}:
-        out["authorization"] = next(v for k, v in incoming.items() if k.lower() == "authorization")
+    elif keep_client_auth and client_auth is not None:
+        out["authorization"] = client_auth
     return out
 
 

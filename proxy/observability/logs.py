@@ -40,10 +40,21 @@ class _Masking(logging.Formatter):
 
 
 class JsonFormatter(_Masking):
+    _second = -1
+    _stamp = ""
+
+    def _ts(self, record: logging.LogRecord) -> str:
+        """`2026-11-24T21:45:08.123Z`; the part up to the second is made once a second
+        (datetime's isoformat was a tenth of the cost of a request's log line)."""
+        second = int(record.created)
+        if second != self._second:
+            self._stamp = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            self._second = second
+        return f"{self._stamp}.{int(record.msecs):03d}Z"
+
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(
-                timespec="milliseconds").replace("+00:00", "Z"),
+            "ts": self._ts(record),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -155,6 +156,17 @@ class Metrics:
             buckets=_LATENCY_BUCKETS, registry=reg)
         self._live: Callable[[], LiveState | None] = lambda: None
         reg.register(_LiveCollector(lambda: self._live()))
+        self._children: dict[tuple[object, ...], Any] = {}
+
+    def child(self, metric: Counter | Histogram, *labels: str) -> Any:
+        """`metric.labels(*labels)`, kept: prometheus_client checks and locks on every
+        call, and the per-request ones are the same few. Labels are bounded (above),
+        so this is too."""
+        key = (id(metric), *labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     def read_live(self, read: Callable[[], LiveState | None]) -> None:
         """Set where scrape-time values come from (bound once the app's services exist)."""

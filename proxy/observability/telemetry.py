@@ -49,12 +49,15 @@ class RequestRecord:
     """What num_ctx: auto / context_guard did: raise, trim, reject or send."""
 
     def as_log(self) -> dict[str, Any]:
-        # vars(), not asdict(): no deep copy on the per-request path.
-        out = {k: v for k, v in vars(self).items() if v not in (None, [], 0, 0.0, False)
-               or k in ("status", "request_id", "endpoint")}
+        # vars(), not asdict(): no deep copy on the per-request path. Unset fields (None,
+        # 0, False, []) are left out; an empty string is a value.
+        out = {k: v for k, v in vars(self).items() if v or v == "" or k in _ALWAYS_LOGGED}
         if self.upstream:
             out["upstream"] = redact_url(self.upstream)
         return out
+
+
+_ALWAYS_LOGGED = frozenset({"status", "request_id", "endpoint"})
 
 
 class StoreView(Protocol):
@@ -131,12 +134,12 @@ class Telemetry:
     def _count(self, record: RequestRecord, observations: Sequence[Observation]) -> None:
         m = self.metrics
         model = m.model(record.model)
-        m.requests.labels(model, m.endpoint(record.endpoint), str(record.status)).inc()
+        m.child(m.requests, model, m.endpoint(record.endpoint), str(record.status)).inc()
         m.overhead.observe(record.overhead_ms / 1000)
         if record.upstream_ms:
-            m.upstream_latency.labels(model).observe(record.upstream_ms / 1000)
+            m.child(m.upstream_latency, model).observe(record.upstream_ms / 1000)
         if record.ttft_ms is not None:
-            m.ttft.labels(model).observe(record.ttft_ms / 1000)
+            m.child(m.ttft, model).observe(record.ttft_ms / 1000)
         if record.tools_stripped:
             m.tools_stripped.labels(model).inc(record.tools_stripped)
         if record.num_ctx:
