@@ -28,7 +28,8 @@ class SseEvent:
 
     @property
     def is_done(self) -> bool:
-        return self.data.strip() == DONE
+        data = self.data  # a chunk is long: no copy made by strip() for one
+        return len(data) < 32 and data.strip() == DONE
 
 
 class SseDecoder:

@@ -159,5 +159,12 @@ class Stage(Protocol):
 
     def take_plain(self, chunk: Chunk, text: str) -> None:
         """Note such a chunk as `feed` would, without building any output (after
-        `plain_ok` said yes for every stage): the translator relays its bytes."""
+        `plain_ok` said yes for every stage): the translator relays its bytes.
+        Notes compose: `take_plain(a, x)` then `take_plain(b, y)` leaves the state
+        `take_plain(b, x + y)` leaves."""
+        ...
+
+    def plain_run_ok(self, texts: list[str], joined: str) -> bool:
+        """Would `plain_ok` say yes to each of `texts` in turn, each noted before the
+        next is asked? (`joined` is their concatenation.) May say no when unsure."""
         ...

@@ -202,6 +202,8 @@ class SseTranslator(_Ending):
 
     def _take(self, events: list[SseEvent]) -> list[ChunkOut]:
         out: list[ChunkOut] = []
+        run: list[_Plain] = []
+        """content-only chunks in a row, judged together (`_judged`) at the next other one."""
         for event in events:
             if self.finished:
                 break
@@ -221,9 +223,11 @@ class SseTranslator(_Ending):
                     self.saw_finish = True
                 out.append(data)
             elif done:
+                out.extend(self._judged(run))
                 out.extend(self._close())
             else:
-                out.extend(self._decoded(data))
+                out.extend(self._decoded(data, run=run))
+        out.extend(self._judged(run))
         return out
 
     def fail(self, error: ApiError) -> list[ChunkOut]:
@@ -257,23 +261,70 @@ class SseTranslator(_Ending):
             out.extend(self._decoded(item, counted=True))
         return out + (self._close() if is_done else self._decoded(data, counted=True))
 
-    def _decoded(self, data: bytes, counted: bool = False) -> list[ChunkOut]:
+    def _decoded(self, data: bytes, counted: bool = False,
+                 run: list[_Plain] | None = None) -> list[ChunkOut]:
         """An event through JSON decoding and the stages; from here on, every event.
 
-        `counted`: the usage counter already saw it (it was held while sniffing)."""
+        `counted`: the usage counter already saw it (it was held while sniffing).
+        `run`: a content-only chunk joins it instead of being judged on its own;
+        any other event first has the run judged (its chunks came before)."""
         self.decode = True
         try:
             chunk = orjson.loads(data)
         except orjson.JSONDecodeError:
             chunk = None
+        if isinstance(chunk, dict):
+            if self.usage is not None and not counted:
+                self.usage.observe_chunk(chunk, data)
+            # Relayed as it came if the stages let it: so one `data:` line, and no error.
+            if self.plain and "error" not in chunk and b"\n" not in data:
+                text = _plain_content(chunk)
+                if text is not None:
+                    if run is not None:
+                        run.append((data, chunk, text))
+                        return []
+                    if self.pipeline.passes_plain(chunk, text):
+                        return [data]
+        out = self._judged(run) if run else []
+        return out + self._staged(chunk)
+
+    def _judged(self, run: list[_Plain]) -> list[ChunkOut]:
+        """Content-only chunks held in a run: relayed as they came when the stages pass
+        them all at once (`passes_plain_run`: one look for the lot), else one by one as
+        `_decoded` does. Empties the run."""
+        if not run:
+            return []
+        items = run[:]
+        run.clear()
+        if self._run_passes(items):
+            return [data for data, _, _ in items]
+        # Most often the answer's start, which recovery reads on its own: one by one up
+        # to the first text with something in it, then the rest together once more.
+        out: list[ChunkOut] = []
+        for position, (data, chunk, text) in enumerate(items):
+            out.extend(self._one_plain(data, chunk, text))
+            if text.strip():
+                rest = items[position + 1:]
+                break
+        else:
+            return out
+        if self._run_passes(rest):
+            return out + [data for data, _, _ in rest]
+        for data, chunk, text in rest:
+            out.extend(self._one_plain(data, chunk, text))
+        return out
+
+    def _run_passes(self, items: list[_Plain]) -> bool:
+        return len(items) > 1 and self.pipeline.passes_plain_run(
+            items[-1][1], [text for _, _, text in items])
+
+    def _one_plain(self, data: bytes, chunk: Chunk, text: str) -> list[ChunkOut]:
+        return [data] if self.pipeline.passes_plain(chunk, text) else self._staged(chunk)
+
+    def _staged(self, chunk: Any) -> list[ChunkOut]:
+        """A decoded event that is not relayed as it came: checked, then the stages."""
         if not isinstance(chunk, dict):
             return self.fail(invalid("upstream sent data that is not a JSON chunk"))
-        if self.usage is not None and not counted:
-            self.usage.observe_chunk(chunk, data)
-        if self.plain and _relay_as_is(data):  # so no "error" key either
-            text = _plain_content(chunk)
-            if text is not None and self.pipeline.passes_plain(chunk, text):
-                return [data]
         if "error" in chunk:
             return self.fail(_backend_error(chunk["error"]))
         problem = chunk_problem(chunk)
@@ -352,6 +403,9 @@ def _plain_frames(body: bytes) -> int:
              and b'"tool_calls"' not in body and b'"error"' not in body)
     return events if plain else 0
 
+
+_Plain = tuple[bytes, Chunk, str]
+"""a content-only chunk: its upstream bytes, decoded, and its text."""
 
 _MAX_SNIFFED = 8
 """events (role, empty content) held at most before the stages take over."""

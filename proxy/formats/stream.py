@@ -87,6 +87,19 @@ class StreamRecovery:
             self._buf = ""
         return start == len(text)
 
+    def plain_run_ok(self, texts: list[str], joined: str) -> bool:
+        """`plain_ok` for each of `texts` in turn (each taken before the next), at once.
+
+        Only the quiet case, past the start of the answer: then each text is plain
+        iff it has no needed character (so `joined` has none) and does not end in a
+        marker's beginning, and taking one changes neither. Otherwise: no (ask
+        one by one)."""
+        if self._buf or self._holding or self._in_think or self._fence is not None \
+                or self._undecided or self._at_start or self._quiet.search(joined):
+            return False
+        partial = self._marker_set.partial_suffix
+        return all(partial(text) == 0 for text in texts)
+
     def take_plain(self, text: str) -> None:
         """`feed(text)` after `plain_ok(text)`: the prose is noted, nothing is built."""
         self._text(text)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import itertools
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sample_corpus import SCHEMAS
 
@@ -130,3 +130,37 @@ def test_the_partial_fence_search_from_the_last_line_finds_what_a_full_search_fi
     full = stream_module._PARTIAL_FENCE.search(text)
     fast = stream_module._partial_fence(text)
     assert (fast.span() if fast else None) == (full.span() if full else None)
+
+
+_RUN_TEXT = st.lists(st.one_of(
+    st.sampled_from(["functools", "functool", "get_weather(", "<tool", "_call>", "```", "{",
+                     "\n", "  ", "[TOOL_CALLS]", "<|python", "<", ">", "Sure", " it is."]),
+    st.text(max_size=6)), max_size=5).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@example(lead=["Sure"], texts=["a functool", "s x"], preferred=None)
+@example(lead=["Sure"], texts=["see <", "b> here"], preferred="hermes")
+@given(lead=st.lists(_RUN_TEXT, max_size=3), texts=st.lists(_RUN_TEXT, min_size=1, max_size=6),
+       preferred=st.sampled_from([None, "hermes", "mistral", "pythonic"]))
+def test_a_run_judged_at_once_is_what_one_by_one_says(
+        lead: list[str], texts: list[str], preferred: str | None) -> None:
+    # plain_run_ok may say no when unsure, but its yes must be the one-by-one yes,
+    # and taking the joined text must leave the parser as taking each in turn does.
+    def parser() -> StreamRecovery:
+        made = StreamRecovery(SCHEMAS, preferred, keep_reasoning=True)  # as the pipeline has it
+        for text in lead:  # some prose first, as it was taken on the plain path
+            if made.plain_ok(text):
+                made.take_plain(text)
+            else:
+                made.feed(text)
+        return made
+
+    at_once, one_by_one = parser(), parser()
+    if not at_once.plain_run_ok(texts, "".join(texts)):
+        return
+    for text in texts:
+        assert one_by_one.plain_ok(text)
+        one_by_one.take_plain(text)
+    at_once.take_plain("".join(texts))
+    assert vars(at_once) == vars(one_by_one)

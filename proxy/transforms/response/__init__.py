@@ -61,6 +61,18 @@ class ResponsePipeline:
             stage.take_plain(chunk, text)
         return True
 
+    def passes_plain_run(self, last: Chunk, texts: list[str]) -> bool:
+        """`passes_plain` for content-only chunks in a row (`last` the last of them),
+        judged and noted at once; False (no state touched): ask one by one."""
+        joined = "".join(texts)
+        stages = self.stages
+        for stage in stages:
+            if not stage.plain_run_ok(texts, joined):
+                return False
+        for stage in stages:
+            stage.take_plain(last, joined)
+        return True
+
     @property
     def observations(self) -> list[Observation]:
         return [obs for stage in self.stages for obs in stage.observations]

@@ -134,6 +134,9 @@ class CallAssembly:
     def plain_ok(self, text: str) -> bool:
         return True  # content never waits here
 
+    def plain_run_ok(self, texts: list[str], joined: str) -> bool:
+        return True
+
     def take_plain(self, chunk: Chunk, text: str) -> None:
         if not self._finished:
             self._last = chunk

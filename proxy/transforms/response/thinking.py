@@ -128,6 +128,9 @@ class ThinkingSplit:
         return self._policy == "pass" or (not split.inside and not split.held
                                           and "<" not in text)
 
+    def plain_run_ok(self, texts: list[str], joined: str) -> bool:
+        return self.plain_ok(joined)  # no "<" in any of them: noting one changes nothing
+
     def take_plain(self, chunk: Chunk, text: str) -> None:
         if self._policy != "pass":
             self._last = chunk
