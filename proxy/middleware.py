@@ -139,7 +139,7 @@ class Edge:
                     if lowered == OVERHEAD_HEADER:
                         timed = True
                     elif lowered == b"content-type":
-                        progress.sse = b"text/event-stream" in value
+                        progress.sse = value.find(b"text/event-stream") >= 0
                     headers.append((name, value))
                 if not timed:
                     spent = (time.perf_counter() - started) * 1000

@@ -109,7 +109,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
 def _may_hold_refs(raw: bytes) -> bool:
     """Whether a `$ref` (a '$', plain or escaped) or more containers than the expansion
     budget could be in the body; otherwise neither tool-schema check can fire."""
-    return b"$" in raw or b"\\u0024" in raw or may_nest_deeper(raw, MAX_EXPANDED)
+    return raw.find(b"$") >= 0 or raw.find(b"\\u0024") >= 0 or may_nest_deeper(raw, MAX_EXPANDED)
 
 
 def check_walkable(body: object) -> None:

@@ -119,7 +119,7 @@ class _Connection(asyncio.Protocol):
         self.headers.append((name, value))
         lowered = name.lower()
         if lowered == b"content-length" or (lowered == b"transfer-encoding"
-                                            and b"chunked" in value.lower()):
+                                            and value.lower().find(b"chunked") >= 0):
             self.framed = True
 
     def on_headers_complete(self) -> None:
@@ -390,13 +390,14 @@ def _encode(method: str, url: httpx.URL, headers: Iterable[tuple[bytes, bytes]],
 
     `host` and `content-length` are written here from the URL and the body (the body
     is always whole, so a `transfer-encoding` given is dropped too)."""
+    lines = [b"%s: %s\r\n" % (name, value) for name, value in headers
+             if name.lower() not in _WRITTEN_HERE]
+    # A line break inside a name or value would add lines: one count over them all.
+    given = b"".join(lines)
+    if given.count(b"\n") != len(lines) or given.count(b"\r") != len(lines):
+        raise httpx.LocalProtocolError("header with a line break")
     lines = [b"%s %s HTTP/1.1\r\nhost: %s\r\n" % (method.encode("ascii"), url.raw_path,
-                                                    url.netloc)]
-    for name, value in headers:
-        if b"\r" in value or b"\n" in value or b"\r" in name or b"\n" in name:
-            raise httpx.LocalProtocolError("header with a line break")
-        if name.lower() not in _WRITTEN_HERE:
-            lines.append(b"%s: %s\r\n" % (name, value))
+                                                    url.netloc), given]
     if body or method in ("POST", "PUT", "PATCH"):
         lines.append(b"content-length: %d\r\n" % len(body or b""))
     lines.append(b"\r\n")
