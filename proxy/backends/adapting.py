@@ -156,8 +156,9 @@ def _unread(original: httpx.Response, body: bytes, content_type: str) -> httpx.R
 class _Resumed(httpx.AsyncByteStream):
     """The first bytes (already read), then the rest of the backend's body, as it comes.
 
-    One layer over the transport's stream (transport errors pass through as they are,
-    for the reader to map); closing it closes the backend's response.
+    Its own iterator, handing out the transport's `__anext__` awaitables as they are:
+    no generator frame resumed per piece of a long stream. Transport errors pass
+    through as they are, for the reader to map; closing it closes the backend's response.
     """
 
     def __init__(self, first: bytes, rest: AsyncIterator[bytes],
@@ -166,11 +167,18 @@ class _Resumed(httpx.AsyncByteStream):
         self._rest = rest
         self._original = original
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
+    def __aiter__(self) -> _Resumed:
+        return self
+
+    def __anext__(self) -> Awaitable[bytes]:
         if self._first:
-            yield self._first
-        async for piece in self._rest:
-            yield piece
+            first, self._first = self._first, b""
+            return _ready(first)
+        return self._rest.__anext__()
+
+
+async def _ready(value: bytes) -> bytes:
+    return value
 
     async def aclose(self) -> None:
         await self._original.aclose()

@@ -292,8 +292,8 @@ class SseTranslator(_Ending):
         """Content-only chunks held in a run: relayed as they came when the stages pass
         them all at once (`passes_plain_run`: one look for the lot), else one by one as
         `_decoded` does. Empties the run."""
-        if not run:
-            return []
+        if len(run) < 2:  # a slow stream's read: one event
+            return self._one_plain(*run.pop()) if run else []
         items = run[:]
         run.clear()
         if self._run_passes(items):
