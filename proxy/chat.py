@@ -56,6 +56,7 @@ from proxy.flow.retry import initial_plan, next_plan, rung_name
 from proxy.flow.run import ChatRun, Turn, UpstreamCall
 from proxy.flow.server_loop import offered_server_tools, server_tool_run
 from proxy.observability.telemetry import RequestRecord
+from proxy.scopes import cancel_scope
 from proxy.services import Services, new_call_id
 from proxy.transforms.request import apply_request_steps
 from proxy.transforms.response import build_pipeline
@@ -119,7 +120,7 @@ async def open_turn(ex: Exchange, chat: ChatRequest, profile: Profile,
             parallel_tool_calls=chat.get("parallel_tool_calls"),
             schema_cache=svc.schema_cache, id_factory=new_call_id)
     except BaseException:
-        with anyio.CancelScope(shield=True):  # also when the client left
+        with cancel_scope(shield=True):  # also when the client left
             await call.aclose()
         raise
     return Turn(call, pipeline, decode=not (ex.record.stream and _trivial(chat, profile)),

@@ -43,6 +43,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from proxy.api.client_timeouts import TIMED_OUT
 from proxy.errors import error_body, internal_error
 from proxy.observability.telemetry import RequestRecord, Telemetry
+from proxy.scopes import cancel_scope
 
 log = logging.getLogger("toolshim")
 
@@ -86,7 +87,7 @@ class Drain:
 
     def watch(self) -> anyio.CancelScope:
         """A cancel scope for one request, cancelled at the cut; `forget` it after."""
-        scope = anyio.CancelScope()
+        scope = cancel_scope()
         if self.cut:
             scope.cancel()
         self._scopes.add(scope)

@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 import anyio
 from starlette.types import Receive
 
+from proxy.scopes import cancel_scope
+
 T = TypeVar("T")
 
 
@@ -28,7 +30,7 @@ async def unless_client_leaves(receive: Receive, work: Coroutine[Any, Any, T]) -
     `work` (closing the upstream call) still runs to the end. `work`'s own
     exceptions propagate as they are.
     """
-    with anyio.CancelScope() as scope:
+    with cancel_scope() as scope:
         watcher = asyncio.get_running_loop().create_task(_watch(receive, scope))
         try:
             return await work

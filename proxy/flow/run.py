@@ -18,7 +18,6 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-import anyio
 import httpx
 
 from proxy.backends.sse_frames import UsageCounter
@@ -33,6 +32,7 @@ from proxy.flow.translate import (
     Translator,
     as_chunks,
 )
+from proxy.scopes import cancel_scope
 from proxy.state.limits import Limiter
 from proxy.transforms.response import ResponsePipeline
 from proxy.transforms.response.assembly import CallCounts
@@ -190,7 +190,7 @@ class ChatRun:
         error = self._error if self._status is not None else left
         self.summary = RunSummary(status, error, self.turn.pipeline.call_counts())
         try:
-            with anyio.CancelScope(shield=True):
+            with cancel_scope(shield=True):
                 await self.turn.aclose()
         finally:
             ex.upstream_s = time.perf_counter() - ex.started - self._own_before - self.turn.own_s
