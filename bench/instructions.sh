@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Instructions the proxy executes per request, counted by valgrind's callgrind:
+# deterministic to ~1% where CPU time on a shared VM wanders by 30%, so a small
+# change's effect shows in one pair of runs. Counts user-space instructions only
+# (no syscalls, no cache misses): confirm a change with bench/run.py --compare.
+#
+#   bench/instructions.sh N MODEL [load.py flags...]
+#   bench/instructions.sh 1000 bench-small --tools -c 8          # W1
+#   bench/instructions.sh 300 bench-chunks-64 --stream -c 8      # W2
+#   SRC=/path/to/other/checkout bench/instructions.sh ...        # the same for another tree
+#
+# Needs valgrind (apt-get install valgrind). The proxy runs under callgrind with
+# counting off; 300 requests warm it up, then N are counted.
+set -euo pipefail
+N=$1; shift; MODEL=$1; shift
+HERE="$(cd "$(dirname "$0")" && pwd)"
+PY=${PYTHON:-python}
+SRC=${SRC:-$(dirname "$HERE")}
+TMP=$(mktemp -d)
+FAKE_PORT=${FAKE_PORT:-18441}; PROXY_PORT=${PROXY_PORT:-18442}
+printf 'version: 1\nmodels:\n  "bench-*":\n    tools: native\n  "bench-native-*":\n    num_ctx: 8192\n' \
+  > "$TMP/caps.yaml"
+cd "$SRC"
+"$PY" "$HERE/fake_upstream.py" --port "$FAKE_PORT" >"$TMP/fake.log" 2>&1 &
+FAKE=$!
+valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$TMP/cg.%p" \
+  "$PY" -m proxy --host 127.0.0.1 --port "$PROXY_PORT" --upstream "http://127.0.0.1:$FAKE_PORT" \
+  --capabilities "$TMP/caps.yaml" >"$TMP/proxy.log" 2>&1 &
+PROXY=$!
+trap 'kill $PROXY $FAKE 2>/dev/null || true; rm -rf "$TMP"' EXIT
+for _ in $(seq 1 120); do
+  curl -s -o /dev/null "http://127.0.0.1:$PROXY_PORT/healthz" && break; sleep 1
+done
+URL="http://127.0.0.1:$PROXY_PORT"
+"$PY" "$HERE/load.py" "$URL" --model "$MODEL" -n 300 -d 300 "$@" >/dev/null
+callgrind_control -i on "$PROXY" >/dev/null 2>&1
+"$PY" "$HERE/load.py" "$URL" --model "$MODEL" -n "$N" -d 600 "$@" | grep -E '"(completed|errors)"'
+callgrind_control -i off "$PROXY" >/dev/null 2>&1
+callgrind_control -d "$PROXY" >/dev/null 2>&1
+sleep 1
+IR=$(grep -h "^summary:\|^totals:" "$TMP"/cg.* | awk '{s+=$2} END {print s}')
+echo "instructions: $IR in all, $((IR / N)) per request ($N requests, $MODEL $*)"
