@@ -42,6 +42,8 @@ import httpx
 _HIGH_WATER = 256 * 1024
 """Buffered body bytes at which the socket stops being read (a slow client)."""
 _LOW_WATER = 64 * 1024
+_TIMER_SLACK = 0.001
+"""a loop may run a timer this much before its time: that is on time."""
 
 Key = tuple[str, str, int]
 
@@ -57,6 +59,10 @@ class _Connection(asyncio.Protocol):
         self.idle_since = 0.0
         self.active = False
         self.waiter: asyncio.Future[None] | None = None
+        self.deadline = 0.0
+        """loop time by which the wait in progress must end (a read timeout)."""
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         self._begin(head=False)
 
     def _begin(self, head: bool) -> None:
@@ -170,19 +176,43 @@ class _Connection(asyncio.Protocol):
 
     def _close(self) -> None:
         self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self.transport is not None:
             self.transport.close()
 
     async def _wait(self, timeout: float | None) -> None:
         waiter = self.waiter = self.loop.create_future()
-        timer = (self.loop.call_later(timeout, _expire, waiter) if timeout is not None
-                 else None)
+        if timeout is not None:
+            self._arm(self.loop.time() + timeout)
         try:
             await waiter
         finally:
             self.waiter = None
-            if timer is not None:
-                timer.cancel()
+
+    # One timer per connection, not one per wait: a stream waits once per piece, and a
+    # timer made and cancelled each time was a few microseconds of every piece. The
+    # timer, when it fires, ends the wait past its deadline or sets itself again.
+
+    def _arm(self, deadline: float) -> None:
+        self.deadline = deadline
+        if self._timer is not None:
+            if self._timer_at <= deadline:
+                return  # it fires first and sets itself again for the rest
+            self._timer.cancel()
+        self._timer_at = deadline
+        self._timer = self.loop.call_at(deadline, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        waiter = self.waiter
+        if waiter is None or waiter.done():
+            return  # nobody waits: the next wait arms it again
+        if self.loop.time() + _TIMER_SLACK >= self.deadline:
+            _expire(waiter)
+        else:
+            self._arm(self.deadline)
 
     async def wait_headers(self, timeout: float | None) -> None:
         while not self.headers_done:

@@ -10,6 +10,7 @@ import asyncio
 import itertools
 import socket
 import struct
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -477,3 +478,37 @@ async def test_reading_pauses_past_the_high_water_mark_and_resumes_when_read() -
     assert sink.paused
     assert await conn.read(1.0) == body
     assert not sink.paused
+
+
+async def test_a_shorter_read_timeout_on_a_reused_connection_is_kept() -> None:
+    # One timer per connection: a wait with an earlier deadline than the timer still
+    # pending from a longer one must not wait for that timer.
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(ok(b"{}"))
+        await read_request(reader)
+        await reader.read()  # never answered
+
+    async with backend(answer) as (url, opened), client(url) as http:
+        await http.post("/", content=b"{}", timeout=30.0)
+        started = time.monotonic()
+        with pytest.raises(httpx.ReadTimeout):
+            await http.post("/", content=b"{}", timeout=0.2)
+        assert time.monotonic() - started < 1.5
+    assert opened == [0]
+
+
+async def test_a_stream_slower_than_nothing_but_within_its_timeout_is_not_cut() -> None:
+    # Pieces 0.15 s apart under a 0.4 s read timeout: each wait is timed on its own.
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        for _ in range(6):
+            await asyncio.sleep(0.15)
+            writer.write(b"1\r\nx\r\n")
+        writer.write(b"0\r\n\r\n")
+
+    async with backend(answer) as (url, _), client(url) as http, \
+            http.stream("GET", "/", timeout=httpx.Timeout(2.0, read=0.4)) as response:
+        body = b"".join([piece async for piece in response.aiter_raw()])
+    assert body == b"x" * 6
