@@ -47,7 +47,9 @@ def as_chunks(batch: list[ChunkOut]) -> list[Chunk]:
     out: list[Chunk] = []
     for item in batch:
         if isinstance(item, SseFrames):
-            out.extend(orjson.loads(event[6:]) for event in item.split(b"\n\n")[:-1])
+            # Its events are `data: {...}` lines joined by blank lines, nothing else
+            # (_plain_frames): one JSON array, decoded in one call.
+            out.extend(orjson.loads(b"[" + item[6:-2].replace(b'}\n\ndata: {"', b'},{"') + b"]"))
         elif isinstance(item, bytes):
             if item is not KEEPALIVE:
                 out.append(orjson.loads(item))

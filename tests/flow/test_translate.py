@@ -368,3 +368,12 @@ def test_sniffing_gives_up_holding_after_a_few_empty_events() -> None:
     fed = [tr.feed(frame(chunk({"content": ""}))) for _ in range(12)]
     # Eight are held; the ninth releases all nine to the stages, then one each.
     assert [len(out) for out in fed] == [0] * 8 + [9, 1, 1, 1]
+
+
+@given(st.lists(st.text(max_size=10), min_size=1, max_size=8))
+def test_as_chunks_reads_a_whole_read_back_into_its_chunks(texts: list[str]) -> None:
+    chunks = [chunk({"content": t}) for t in texts]
+    body = b"".join(frame(c) for c in chunks)
+    out = SseTranslator(pipeline(reasoning="pass"), decode=False).feed(body)
+    assert [type(c) for c in out] == [SseFrames]
+    assert as_chunks(out) == chunks
