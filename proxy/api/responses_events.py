@@ -71,6 +71,24 @@ class ResponseBuilder:
                 self._finish = choice["finish_reason"]
         return events
 
+    def feed_all(self, chunks: list[Chunk]) -> list[Event]:
+        """`feed` for a batch, as one list. A chunk that is choice 0's text and nothing
+        else (most of a stream) goes straight to its delta event."""
+        events: list[Event] = []
+        for chunk in chunks:
+            choices = chunk.get("choices")
+            if type(choices) is list and len(choices) == 1 and not chunk.get("usage"):
+                choice = choices[0]
+                delta = choice.get("delta") if type(choice) is dict else None
+                if type(delta) is dict and len(delta) == 1 and not choice.get("index", 0) \
+                        and not choice.get("finish_reason"):
+                    text = delta.get("content")
+                    if text and type(text) is str:
+                        self._add_text(text, events)
+                        continue
+            events.extend(self.feed(chunk))
+        return events
+
     def _take_delta(self, delta: JSON, events: list[Event]) -> None:
         if "reasoning_content" in delta or "reasoning" in delta:
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")

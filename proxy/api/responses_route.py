@@ -112,8 +112,7 @@ async def _handle(ex: Exchange, store: ResponsesStore) -> Response:
         return SseResponse(_events(ex, builder, output, translated, keep),
                            dict(output.headers), on_close=output.close)
     async for batch in output.batches:
-        for chunk in batch:
-            builder.feed(chunk)
+        builder.feed_all(batch)
     builder.finish()
     _keep(keep, builder, translated)
     return JSONResponse(builder.response, headers={**output.headers, **call_headers(ex)})
@@ -144,7 +143,7 @@ async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
             if not batch:  # the flow is waiting (server tools): a comment keeps the client
                 yield KEEPALIVE_FRAME
                 continue
-            events = [e for chunk in batch for e in builder.feed(chunk)]
+            events = builder.feed_all(batch)
             if events:
                 yield _frames(events)
         yield _frames(builder.finish())

@@ -167,3 +167,41 @@ def test_events_are_well_ordered_and_text_is_kept(pieces: list[tuple[str, Any]],
         assert accumulated.output_text == content
         assert [getattr(i, "arguments", None) for i in accumulated.output
                 if i.type == "function_call"] == [c["arguments"] for c in calls]
+
+
+_DELTAS = st.sampled_from([
+    {"content": "Hel"}, {"content": ""}, {"content": None}, {"role": "assistant", "content": "x"},
+    {"reasoning_content": "hm"}, {"content": "a", "reasoning_content": "b"}, {},
+    {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                     "function": {"name": "f", "arguments": "{\"a\":"}}]},
+    {"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}])
+
+
+@given(st.lists(st.tuples(_DELTAS, st.sampled_from([None, "stop"]), st.sampled_from([0, 1]),
+                          st.booleans()), max_size=10))
+def test_feed_all_is_feed_chunk_by_chunk(parts: list[tuple[dict[str, Any], str | None, int,
+                                                           bool]]) -> None:
+    chunks: list[Chunk] = []
+    for delta, finish, index, usage in parts:
+        chunk = _chunk(delta, finish)
+        chunk["choices"][0]["index"] = index
+        if usage:
+            chunk["usage"] = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+        chunks.append(chunk)
+
+    def ids() -> Any:
+        counter = iter(range(1000))
+        return lambda prefix: f"{prefix}_{next(counter)}"
+
+    one, batch = ResponseBuilder(ECHO, response_id="resp_1", id_factory=ids()), \
+        ResponseBuilder(ECHO, response_id="resp_1", id_factory=ids())
+    by_one = [e for c in chunks for e in one.feed(c)]
+    assert batch.feed_all(chunks) == by_one
+
+    def untimed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # the closing snapshot carries the clock's second: not what is compared here
+        return [{**e, "response": {k: v for k, v in e["response"].items()
+                                   if k not in ("created_at", "completed_at")}}
+                if "response" in e else e for e in events]
+
+    assert untimed(batch.finish()) == untimed(one.finish())
