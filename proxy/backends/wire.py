@@ -103,6 +103,13 @@ class _Connection(asyncio.Protocol):
             self._fail(httpx.RemoteProtocolError(f"invalid HTTP answer from upstream: {exc}"))
         except httptools.HttpParserUpgrade:
             self._fail(httpx.RemoteProtocolError("upstream switched protocols"))
+        if self.body:
+            # Once per read, not per body piece: a read of a 64-event stream holds 64
+            # chunks of the chunked encoding, and the reader wakes once either way.
+            if self.buffered > _HIGH_WATER and not self.paused and self.transport is not None:
+                self.paused = True
+                self.transport.pause_reading()
+            self._wake()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -145,14 +152,9 @@ class _Connection(asyncio.Protocol):
         self._wake()
 
     def on_body(self, body: bytes) -> None:
-        if self.head:
-            return
-        self.body.append(body)
-        self.buffered += len(body)
-        if self.buffered > _HIGH_WATER and not self.paused and self.transport is not None:
-            self.paused = True
-            self.transport.pause_reading()
-        self._wake()
+        if not self.head:  # data_received wakes the reader once the read is parsed
+            self.body.append(body)
+            self.buffered += len(body)
 
     def on_message_complete(self) -> None:
         if self.informational:
