@@ -176,9 +176,9 @@ class _Resumed(httpx.AsyncByteStream):
             return _ready(first)
         return self._rest.__anext__()
 
+    async def aclose(self) -> None:
+        await self._original.aclose()
+
 
 async def _ready(value: bytes) -> bytes:
     return value
-
-    async def aclose(self) -> None:
-        await self._original.aclose()

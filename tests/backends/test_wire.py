@@ -20,7 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from proxy.backends.adapting import AdaptingSender
+from proxy.backends.upstream import make_upstream
 from proxy.backends.wire import WireTransport, _Connection
+from proxy.types import Profile
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 TIMEOUT = {"connect": 2.0, "read": 2.0, "write": 2.0, "pool": 2.0}
@@ -512,3 +515,32 @@ async def test_a_stream_slower_than_nothing_but_within_its_timeout_is_not_cut() 
             http.stream("GET", "/", timeout=httpx.Timeout(2.0, read=0.4)) as response:
         body = b"".join([piece async for piece in response.aiter_raw()])
     assert body == b"x" * 6
+
+
+async def test_a_tool_stream_closed_early_gives_its_connection_back() -> None:
+    # A streamed request with tools is read through the adapting sender's wrapper (it
+    # peeks at the first bytes); closing it must close the backend's answer, or the one
+    # connection slot stays taken and the next request waits for the pool.
+    event = b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while True:
+            await read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                         b"transfer-encoding: chunked\r\n\r\n" + b"%x\r\n%s\r\n" % (
+                             len(event), event))
+            await writer.drain()  # and never ends the stream
+
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}],
+            "tools": [{"type": "function", "function": {"name": "f"}}]}
+    async with backend(answer) as (url, _):
+        upstream = make_upstream(url, None, connect_timeout=0.5, read_timeout=2.0,
+                                 max_connections=1)
+        try:
+            for _ in range(2):  # the second send needs the slot the first one held
+                response = await AdaptingSender(Profile(model="m"), body).send(
+                    upstream, body, {"content-type": "application/json"})
+                assert (await response.aiter_raw().__anext__()).startswith(b"data: ")
+                await response.aclose()
+        finally:
+            await upstream.client.aclose()
