@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import math
 import ssl
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
@@ -41,7 +42,6 @@ import httpx
 
 _HIGH_WATER = 256 * 1024
 """Buffered body bytes at which the socket stops being read (a slow client)."""
-_LOW_WATER = 64 * 1024
 _TIMER_SLACK = 0.001
 """a loop may run a timer this much before its time: that is on time."""
 
@@ -188,6 +188,8 @@ class _Connection(asyncio.Protocol):
         waiter = self.waiter = self.loop.create_future()
         if timeout is not None:
             self._arm(self.loop.time() + timeout)
+        else:
+            self.deadline = math.inf  # a timer left from a timed wait must not end this one
         try:
             await waiter
         finally:
@@ -209,8 +211,8 @@ class _Connection(asyncio.Protocol):
     def _on_timer(self) -> None:
         self._timer = None
         waiter = self.waiter
-        if waiter is None or waiter.done():
-            return  # nobody waits: the next wait arms it again
+        if waiter is None or waiter.done() or self.deadline == math.inf:
+            return  # nobody waits, or without a deadline: the next timed wait arms it
         if self.loop.time() + _TIMER_SLACK >= self.deadline:
             _expire(waiter)
         else:

@@ -544,3 +544,17 @@ async def test_a_tool_stream_closed_early_gives_its_connection_back() -> None:
                 await response.aclose()
         finally:
             await upstream.client.aclose()
+
+
+async def test_a_wait_without_a_timeout_is_not_ended_by_an_earlier_waits_timer() -> None:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(ok(b"1"))
+        await read_request(reader)
+        await asyncio.sleep(0.5)  # past the first request's read timeout
+        writer.write(ok(b"2"))
+
+    async with backend(answer) as (url, _), client(url) as http:
+        first = await http.get("/", timeout=httpx.Timeout(2.0, read=0.3))
+        second = await http.get("/", timeout=httpx.Timeout(2.0, read=None))
+    assert (first.content, second.content) == (b"1", b"2")
