@@ -17,9 +17,9 @@ from proxy.api.client_timeouts import TIMED_OUT
 from proxy.api.hostile import (
     MAX_DEPTH,
     MAX_EXPANDED,
+    containers_at_most,
     depth_exceeds,
     expansion_exceeds,
-    may_nest_deeper,
     ref_cycle,
 )
 from proxy.errors import ApiError
@@ -92,7 +92,8 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         raise ApiError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid request: the body must be a JSON object", code="invalid_request")
-    if may_nest_deeper(raw):
+    brackets = containers_at_most(raw)  # one count for both bounds below
+    if brackets > MAX_DEPTH:
         check_walkable(body)
     try:
         _ChatBody.model_validate(body)
@@ -101,15 +102,11 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         where = ".".join(str(p) for p in err["loc"]) or "body"
         raise ApiError(400, f"invalid chat request: {where}: {err['msg']}", param=where,
                        code="invalid_request") from None
-    if _may_hold_refs(raw):
+    # A `$ref` needs a '$' (plain or escaped), and growing past the expansion budget
+    # needs that many containers: otherwise neither tool-schema check can fire.
+    if raw.find(b"$") >= 0 or raw.find(b"\\u0024") >= 0 or brackets > MAX_EXPANDED:
         _check_tool_refs(body)
     return body
-
-
-def _may_hold_refs(raw: bytes) -> bool:
-    """Whether a `$ref` (a '$', plain or escaped) or more containers than the expansion
-    budget could be in the body; otherwise neither tool-schema check can fire."""
-    return raw.find(b"$") >= 0 or raw.find(b"\\u0024") >= 0 or may_nest_deeper(raw, MAX_EXPANDED)
 
 
 def check_walkable(body: object) -> None:

@@ -24,11 +24,16 @@ _IN_PLACE_ONE = ("not", "if", "then", "else")
 _IN_PLACE_LIST = ("allOf", "anyOf", "oneOf")
 
 
+def containers_at_most(raw: bytes) -> int:
+    """At most how many arrays/objects JSON text `raw` holds: its opening brackets
+    (counted in C, brackets inside strings included, so never too few)."""
+    return raw.count(b"[") + raw.count(b"{")
+
+
 def may_nest_deeper(raw: bytes, limit: int = MAX_DEPTH) -> bool:
     """False when JSON text `raw` cannot nest past `limit`: it does not even hold that
-    many brackets (counted in C, brackets inside strings included, so never too few).
-    Lets the common small body skip the walk in `depth_exceeds`."""
-    return raw.count(b"[") + raw.count(b"{") > limit
+    many brackets. Lets the common small body skip the walk in `depth_exceeds`."""
+    return containers_at_most(raw) > limit
 
 
 def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
