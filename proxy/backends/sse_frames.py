@@ -112,21 +112,26 @@ class UsageCounter:
         """`observe` for a whole read of `events` plain events, framing included
         (`data: {...}` lines, no tool calls: translate._plain_frames).
 
-        The last event (where a usage chunk comes) is observed on its own. With no
-        usage, reasoning, empty string or spaced key in the events before it and a
-        `choices` in each, each of those counts iff it holds a compact `"content":"`
-        (once: a key's pattern cannot occur escaped inside a string), so one scan
-        counts them all; otherwise they go event by event too.
+        The last event (where a usage chunk comes) is observed on its own. The events
+        before it are counted with one scan when each has one `choices` and one
+        `delta` (one choice) and none has a `usage` (not even null), reasoning, an
+        empty string or a spaced key: then each counts iff it holds a compact
+        `"content":"` (once: a key's pattern cannot occur escaped inside a string).
+        Otherwise they go event by event too.
         """
         cut = body.rfind(b'}\n\ndata: {"')
         if cut >= 0:
             head = body[:cut + 3]
-            if (_may_hold_usage(head) or head.find(b'":""') >= 0 or head.find(b'": ') >= 0
-                    or head.find(b'"reasoning') >= 0 or head.count(b'"choices"') != events - 1):
+            before = events - 1
+            if (head.find(b'"usage"') >= 0 or head.find(b'":""') >= 0
+                    or head.find(b'": ') >= 0 or head.find(b'"reasoning') >= 0
+                    or head.count(b'"choices"') != before or head.count(b'"delta"') != before):
                 for event in head.split(b"\n\n")[:-1]:
                     self.observe(event[6:])
             else:
                 self._generated += head.count(b'"content":"')
+                start = head.rfind(b'}\n\ndata: {"', 0, len(head) - 3)
+                self._last = head[start + 9 if start >= 0 else 6:-2]  # as observe keeps it
         self.observe(body[cut + 9:-2] if cut >= 0 else body[6:-2])
 
     def observe_chunk(self, chunk: JSON, data: bytes) -> None:

@@ -162,22 +162,36 @@ def test_completion_tokens_are_the_chunks_that_generated(
     assert {k: v for k, v in usage[0].items() if k not in ("choices", "usage")} == base
 
 
-@given(st.lists(_DELTAS.filter(lambda d: "tool_calls" not in d), min_size=1, max_size=12),
-       st.booleans(), st.booleans(), st.booleans())
+_EVENT_KINDS = st.sampled_from(["one", "two choices", "usage null", "usage", "no choices"])
+
+
+@given(st.lists(st.tuples(_DELTAS.filter(lambda d: "tool_calls" not in d), _EVENT_KINDS),
+                min_size=1, max_size=10), st.booleans())
 def test_a_whole_read_counts_as_its_events_one_by_one(
-        deltas: list[dict[str, Any]], spaced: bool, null_usage: bool, usage_last: bool) -> None:
-    # observe_frames judges a read by a few scans where it can; the count and the
-    # usage chunk it makes must be those of observing each event on its own.
+        events_spec: list[tuple[dict[str, Any], str]], spaced: bool) -> None:
+    # observe_frames judges a read by a few scans where it can; what it keeps (count,
+    # last chunk, usage seen) must be what observing each event on its own keeps,
+    # whatever the events: n > 1 choices, `"usage": null`, a real usage chunk anywhere,
+    # an event without choices.
     base = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-    extra = {"usage": None} if null_usage else {}
     dump = (lambda f: json.dumps(f).encode()) if spaced else orjson.dumps
-    events = [dump({**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}],
-                    **extra}) for d in deltas]
-    if usage_last:  # the backend's own usage chunk ends the read
-        events.append(dump({**base, "choices": [], "usage": {
-            "prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}))
+    events = []
+    for delta, kind in events_spec:
+        choice = {"index": 0, "delta": delta, "finish_reason": None}
+        frame: dict[str, Any] = {**base, "choices": [choice]}
+        if kind == "two choices":
+            frame["choices"] = [choice, {**choice, "index": 1}]
+        elif kind == "usage null":
+            frame["usage"] = None
+        elif kind == "usage":
+            frame = {**base, "choices": [], "usage": {
+                "prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}
+        elif kind == "no choices":
+            frame = {**base, "system_fingerprint": "fp"}
+        events.append(dump(frame))
     one_by_one, whole = UsageCounter(REQUEST), UsageCounter(REQUEST)
     for event in events:
         one_by_one.observe(event)
     whole.observe_frames(b"".join(b"data: " + e + b"\n\n" for e in events), len(events))
+    assert vars(whole) == vars(one_by_one)
     assert whole.missing() == one_by_one.missing()
