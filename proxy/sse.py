@@ -28,8 +28,8 @@ class SseEvent:
 
     @property
     def is_done(self) -> bool:
-        data = self.data  # a chunk is long: no copy made by strip() for one
-        return len(data) < 32 and data.strip() == DONE
+        data = self.data  # a chunk is long: strip() copies only when [DONE] is in it
+        return data.find(DONE) >= 0 and data.strip() == DONE
 
 
 class SseDecoder:

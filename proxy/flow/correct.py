@@ -97,7 +97,7 @@ class CorrectingTurn(Turn):
             turn = await self._open_again(again)
             self._extra.append(turn)
             async for batch in turn.batches():
-                chunks.extend(_decoded(batch))
+                chunks.extend(as_chunks(batch))
         except ApiError as exc:  # the backend failed the correction: the first answer stands
             self.ex.svc.telemetry.log.info("correction turn failed: %s", exc.message, extra={
                 "record": {"request_id": self.ex.record.request_id}})
@@ -139,10 +139,6 @@ def _out(chunks: list[Chunk]) -> list[ChunkOut]:
     return [*chunks]
 
 
-def _decoded(batch: list[ChunkOut]) -> list[Chunk]:
-    return as_chunks(batch)
-
-
 def _delta(chunk: Chunk) -> dict[str, Any]:
     choices = chunk.get("choices") or []
     delta = choices[0].get("delta") if choices and isinstance(choices[0], dict) else None
@@ -162,7 +158,7 @@ def _content(chunk: Chunk) -> str:
 def _split_off(batch: list[ChunkOut], held: list[Chunk], text: list[str]) -> list[ChunkOut]:
     """What may go out now (text, reasoning); calls, the finish and what follows are held."""
     out: list[ChunkOut] = []
-    for chunk in _decoded(batch):
+    for chunk in as_chunks(batch):
         if any(_finish(h) is not None for h in held):
             held.append(chunk)  # after the finish: usage chunks
         elif _delta(chunk).get("tool_calls") or _finish(chunk) is not None:

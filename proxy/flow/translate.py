@@ -48,8 +48,12 @@ def as_chunks(batch: list[ChunkOut]) -> list[Chunk]:
     for item in batch:
         if isinstance(item, SseFrames):
             # Its events are `data: {...}` lines joined by blank lines, nothing else
-            # (_plain_frames): one JSON array, decoded in one call.
-            out.extend(orjson.loads(b"[" + item[6:-2].replace(b'}\n\ndata: {"', b'},{"') + b"]"))
+            # (_plain_frames): one JSON array, decoded in one call. Events that are
+            # each broken could join into fewer valid ones: then one by one (raises).
+            chunks = orjson.loads(b"[" + item[6:-2].replace(b'}\n\ndata: {"', b'},{"') + b"]")
+            if len(chunks) != item.count(b"\n\n"):
+                chunks = [orjson.loads(event[6:]) for event in item.split(b"\n\n")[:-1]]
+            out.extend(chunks)
         elif isinstance(item, bytes):
             if item is not KEEPALIVE:
                 out.append(orjson.loads(item))
@@ -182,6 +186,7 @@ class SseTranslator(_Ending):
         events = _plain_frames(body)
         if not events:
             return None
+        self._unframed = 0  # the read ends at an event's end
         out: list[ChunkOut] = []
         while self._sniffing and body:
             end = body.index(b"\n\n")
@@ -194,9 +199,7 @@ class SseTranslator(_Ending):
             else:
                 if self.usage is not None:
                     self.usage.observe_frames(body, events)
-                if not self.saw_finish and (body.find(b'"finish_reason":"') >= 0
-                                            or body.find(b'"finish_reason": "') >= 0):
-                    self.saw_finish = True
+                self.saw_finish = self.saw_finish or _says_finish(body)
                 out.append(SseFrames(body))
         if done and not self.finished:
             out.extend(self._take([SseEvent(DONE)]))
@@ -220,9 +223,7 @@ class SseTranslator(_Ending):
                 # The fast path, inline: this loop runs once per upstream event.
                 if self.usage is not None:
                     self.usage.observe(data)
-                if not self.saw_finish and (data.find(b'"finish_reason":"') >= 0
-                                            or data.find(b'"finish_reason": "') >= 0):
-                    self.saw_finish = True
+                self.saw_finish = self.saw_finish or _says_finish(data)
                 out.append(data)
             elif done:
                 out.extend(self._judged(run))
@@ -296,8 +297,7 @@ class SseTranslator(_Ending):
         `_decoded` does. Empties the run."""
         if len(run) < 2:  # a slow stream's read: one event
             return self._one_plain(*run.pop()) if run else []
-        items = run[:]
-        run.clear()
+        items, run[:] = run[:], []
         if self._run_passes(items):
             return [data for data, _, _ in items]
         # Most often the answer's start, which recovery reads on its own: one by one up
@@ -393,6 +393,11 @@ def _relay_as_is(data: bytes) -> bool:
     """
     return (data[:2] == b'{"' and data[-1:] == b"}" and data.find(b'"tool_calls"') < 0
             and data.find(b'"error"') < 0 and data.find(b"\n") < 0)  # one `data:` line out
+
+
+def _says_finish(data: bytes) -> bool:
+    """Whether undecoded chunk bytes hold a finish reason (a string, not null)."""
+    return data.find(b'"finish_reason":"') >= 0 or data.find(b'"finish_reason": "') >= 0
 
 
 def _plain_frames(body: bytes) -> int:

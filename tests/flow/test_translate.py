@@ -21,6 +21,7 @@ from proxy.flow.translate import (
     as_chunks,
     completion_problem,
 )
+from proxy.sse import DONE, SseEvent
 from proxy.transforms.response import ResponsePipeline, build_pipeline
 from proxy.transforms.response.checks import SchemaCache
 from proxy.types import Chunk, Plan, Profile, ReasoningPolicy
@@ -134,11 +135,28 @@ def test_a_whole_read_that_opens_with_reasoning_goes_through_the_stages() -> Non
     b"data:{\"a\":1}\n\n",                        # no space after the colon
     b"data: {\"a\":1}\n\n\n\n",                    # an empty event after it
     b"data: [1]\n\n",                             # not an object
+    b"data: {\"a\":1}\r\rdata: {\"b\":2}\n\n",        # lone CRs end lines too
 ])
-def test_a_read_with_anything_unusual_goes_event_by_event(odd: bytes) -> None:
-    plain = frame(chunk({"role": "assistant", "content": "hi"}))
-    out = SseTranslator(pipeline(), decode=False).feed(plain + odd + plain)
+@pytest.mark.parametrize("where", ["first", "between"])
+def test_a_read_with_anything_unusual_goes_event_by_event(odd: bytes, where: str) -> None:
+    # Each case breaks exactly one of the read's checks (the newline count alone does
+    # not catch the lone CRs, nor an odd first event with the right number of lines).
+    plain = frame(chunk({"content": "hi"}))
+    read = odd + plain if where == "first" else plain + odd + plain
+    translator = SseTranslator(pipeline(reasoning="pass"), decode=False)
+    out = translator.feed(read)
     assert not any(type(c) is SseFrames for c in out)
+
+
+def test_as_chunks_does_not_let_broken_events_join_into_a_valid_one() -> None:
+    # `{"a":[{"b":1}` and `{"c":2}]}` are each broken, and one valid object together.
+    read = SseFrames(b'data: {"a":[{"b":1}\n\ndata: {"c":2}]}\n\n')
+    with pytest.raises(orjson.JSONDecodeError):
+        as_chunks([read])
+
+
+def test_done_is_known_however_it_is_padded() -> None:
+    assert SseEvent(b"  " * 20 + DONE + b" ").is_done and not SseEvent(b'{"a":"[DONE]"}').is_done
 
 
 @pytest.mark.parametrize("field", [b'"tool_calls"', b'"error"'])

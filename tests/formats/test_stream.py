@@ -139,6 +139,7 @@ _RUN_TEXT = st.lists(st.one_of(
 
 
 @settings(max_examples=300, deadline=None)
+@example(lead=["Sure"], texts=["It is", " sunny", " today."], preferred=None)  # a yes
 @example(lead=["Sure"], texts=["a functool", "s x"], preferred=None)
 @example(lead=["Sure"], texts=["see <", "b> here"], preferred="hermes")
 @given(lead=st.lists(_RUN_TEXT, max_size=3), texts=st.lists(_RUN_TEXT, min_size=1, max_size=6),
@@ -157,6 +158,8 @@ def test_a_run_judged_at_once_is_what_one_by_one_says(
         return made
 
     at_once, one_by_one = parser(), parser()
+    if texts == ["It is", " sunny", " today."]:  # the explicit yes must stay a yes
+        assert at_once.plain_run_ok(texts, "".join(texts))
     if not at_once.plain_run_ok(texts, "".join(texts)):
         return
     for text in texts:
