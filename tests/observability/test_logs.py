@@ -6,6 +6,7 @@ import io
 import logging
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -264,3 +265,16 @@ def test_the_writer_thread_writes_waiting_lines_soon() -> None:
             break
         time.sleep(0.01)
     assert out.getvalue().rstrip().endswith("waiting")
+
+
+@pytest.mark.parametrize("created", [1764020708.1234, 1764020708.9991, 1764020709.0004,
+                                     1764020709.5, 86400.25])
+def test_the_timestamp_is_the_records_time_to_the_millisecond(created: float) -> None:
+    # The second is cached: records on either side of a second boundary, in any order.
+    formatter = JsonFormatter()
+    for when in (created, created - 1.0, created):
+        record = logging.LogRecord("toolshim", logging.INFO, "", 0, "request", None, None)
+        record.created, record.msecs = when, (when - int(when)) * 1000
+        expected = datetime.fromtimestamp(when, UTC).isoformat(
+            timespec="milliseconds").replace("+00:00", "Z")  # what it was before the cache
+        assert orjson.loads(formatter.format(record))["ts"] == expected

@@ -73,6 +73,7 @@ async def test_start_does_not_wait_for_an_upstream_that_never_answers(
 async def test_a_serving_app_freezes_its_startup_heap_and_a_test_app_does_not(
         make_settings: Callable[..., Settings]) -> None:
     gc.unfreeze()
+    thresholds = gc.get_threshold()
     try:
         app = create_app(make_settings(probe=False))
         async with app.router.lifespan_context(app):
@@ -80,5 +81,7 @@ async def test_a_serving_app_freezes_its_startup_heap_and_a_test_app_does_not(
         served = create_app(make_settings(probe=False), serving=True)
         async with served.router.lifespan_context(served):
             assert gc.get_freeze_count() > 10_000  # the modules, the app, its services
+            assert gc.get_threshold()[0] == 7000  # the young generation, collected less often
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)  # this test process goes on with its own
