@@ -120,9 +120,10 @@ class Edge:
         started = time.perf_counter()
         incoming = authorization = None
         for key, value in scope["headers"]:  # ASGI header names are lower-case
-            if key == _REQUEST_ID:
+            # The first of a repeated header counts, as forward_headers has it.
+            if key == _REQUEST_ID and incoming is None:
                 incoming = value.decode("latin-1")
-            elif key == b"authorization":
+            elif key == b"authorization" and authorization is None:
                 authorization = value.decode("latin-1")
         request_id = incoming if incoming and _SAFE_ID.match(incoming) else os.urandom(16).hex()
         scope.setdefault("state", {})["request_id"] = request_id

@@ -2,7 +2,7 @@
 
 `anyio.CancelScope()` asks sniffio which event loop is running and looks the
 backend up on every construction (then initialises the scope twice): a few
-microseconds, three times per request. toolshim only ever runs on asyncio, so
+microseconds, several times per request. toolshim only ever runs on asyncio, so
 the backend's scope class is looked up once, on first use inside the loop, and
 built directly. The scopes are the same objects anyio would have made.
 """

@@ -32,6 +32,7 @@ from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange
 from proxy.flow.run import UpstreamCall
 from proxy.observability.telemetry import RequestRecord
+from proxy.scopes import cancel_scope
 from proxy.services import Services
 
 
@@ -139,7 +140,7 @@ class _Call:
             self.status, self.error = CLIENT_CLOSED, "client closed the connection"
             raise
         finally:
-            with anyio.CancelScope(shield=True):
+            with cancel_scope(shield=True):
                 await self.close()
 
     async def close(self) -> None:

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from proxy.flow.translate import plain_content
 from proxy.types import JSON, Chunk, Message
 
 Event = dict[str, Any]
@@ -76,17 +77,11 @@ class ResponseBuilder:
         else (most of a stream) goes straight to its delta event."""
         events: list[Event] = []
         for chunk in chunks:
-            choices = chunk.get("choices")
-            if type(choices) is list and len(choices) == 1 and not chunk.get("usage"):
-                choice = choices[0]
-                delta = choice.get("delta") if type(choice) is dict else None
-                if type(delta) is dict and len(delta) == 1 and not choice.get("index", 0) \
-                        and not choice.get("finish_reason"):
-                    text = delta.get("content")
-                    if text and type(text) is str:
-                        self._add_text(text, events)
-                        continue
-            events.extend(self.feed(chunk))
+            text = plain_content(chunk)  # the translator's own test of such a chunk
+            if text:
+                self._add_text(text, events)
+            else:
+                events.extend(self.feed(chunk))
         return events
 
     def _take_delta(self, delta: JSON, events: list[Event]) -> None:

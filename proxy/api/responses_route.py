@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -32,6 +31,7 @@ from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.run import ChatRun
 from proxy.flow.translate import as_chunks
 from proxy.observability.telemetry import RequestRecord
+from proxy.scopes import cancel_scope
 from proxy.services import Services
 from proxy.sse import KEEPALIVE_FRAME
 from proxy.types import JSON, ChatRequest, Chunk
@@ -153,7 +153,7 @@ async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
         ex.svc.telemetry.log.exception("responses stream failed inside toolshim")
         yield _frames(builder.fail("internal error in toolshim"))
     finally:
-        with anyio.CancelScope(shield=True):
+        with cancel_scope(shield=True):
             await output.batches.aclose()  # type: ignore[attr-defined]
     _keep(keep, builder, translated)
 

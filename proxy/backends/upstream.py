@@ -156,7 +156,8 @@ async def read_whole(response: httpx.Response, root: str) -> bytes:
 def body_stream(response: httpx.Response) -> httpx.AsyncByteStream:
     """The response's raw body stream, iterated directly: `aiter_raw` enters a context
     manager and a chunker for every piece (a layer per chunk on a 64-chunk stream).
-    The bodies we read are never content-decoded (we ask for `identity`)."""
+    Nothing here decodes a body: the chat paths ask for `identity`, and passthrough
+    relays the bytes as they came, with their content-encoding header."""
     stream = response.stream
     assert isinstance(stream, httpx.AsyncByteStream), "upstream bodies are async streams"
     return stream

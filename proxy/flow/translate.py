@@ -281,7 +281,7 @@ class SseTranslator(_Ending):
                 self.usage.observe_chunk(chunk, data)
             # Relayed as it came if the stages let it: so one `data:` line, and no error.
             if self.plain and "error" not in chunk and data.find(b"\n") < 0:
-                text = _plain_content(chunk)
+                text = plain_content(chunk)
                 if text is not None:
                     if run is not None:
                         run.append((data, chunk, text))
@@ -373,7 +373,7 @@ class CompletionTranslator(_Ending):
             return self.fail(invalid("upstream sent an answer that is not a chat completion"))
         out: list[ChunkOut] = []
         for chunk in completion_to_chunks(completion):
-            text = _plain_content(chunk, role_ok=True) if self.plain else None
+            text = plain_content(chunk, role_ok=True) if self.plain else None
             if text is not None and self.pipeline.passes_plain(chunk, text):
                 out.append(chunk)
             else:
@@ -445,7 +445,7 @@ def _starts_reasoning(data: bytes) -> bool | None:
     return any(m.startswith(stripped[:len(m)]) for m in (THINK_OPEN, THINK_CLOSE))
 
 
-def _plain_content(chunk: dict[str, Any], role_ok: bool = False) -> str | None:
+def plain_content(chunk: dict[str, Any], role_ok: bool = False) -> str | None:
     """The text of a chunk that is choice 0's content and nothing else, or None.
 
     `role_ok`: the delta may also say `"role": "assistant"` (a whole answer's message

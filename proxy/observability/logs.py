@@ -163,6 +163,8 @@ def setup_logging(level: str, fmt: str, secrets: Iterable[str] = ()) -> None:
     handler.setFormatter(JsonFormatter(secrets=secrets) if fmt == "json"
                          else TextFormatter(secrets))
     root = logging.getLogger()
+    for old in root.handlers:  # lines a replaced batching handler still holds go out
+        old.flush()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
