@@ -11,6 +11,8 @@ from typing import Any
 
 import uvicorn
 
+from proxy.api.client_timeouts import header_timeout_protocol
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -20,9 +22,14 @@ def free_port() -> int:
 
 @contextmanager
 def serve(app: Any, *, lifespan: str = "on", graceful: float | None = None,
-          http: Any = "auto") -> Iterator[str]:
-    """Yield the base URL (http://127.0.0.1:PORT) while uvicorn serves `app`."""
+          http: Any = None) -> Iterator[str]:
+    """Yield the base URL (http://127.0.0.1:PORT) while uvicorn serves `app`.
+
+    `http`: the protocol; by default the one the CLI serves with (the header
+    deadline and the head sent with its body, proxy/api/coalesce.py)."""
     port = free_port()
+    if http is None:
+        http = header_timeout_protocol(60.0)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan=lifespan,
                             log_config=None, access_log=False, ws="none",
                             timeout_graceful_shutdown=graceful, loop="asyncio", http=http)
