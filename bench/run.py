@@ -61,6 +61,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, help="seconds per run (default 2; quick 0.8)")
     parser.add_argument("--naive", action=argparse.BooleanOptionalAction, default=None,
                         help="also run the naive httpx forwarder (default: on unless --quick)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also run the floor: toolshim's server stack and upstream client"
+                        " with no product logic (bench/_floor_forwarder.py)")
     parser.add_argument("--no-proxy", action="store_true", help="skip toolshim itself")
     parser.add_argument("--wrk", action="store_true",
                         help="add W1 rows measured with wrk (if installed)")
@@ -111,6 +114,9 @@ def _server_argvs(args: argparse.Namespace, upstream: str, caps: Path,
     if args.naive:
         servers.append(("naive", [py, str(ROOT / "bench" / "_naive_forwarder.py"),
                                   "--port", "{port}", "--upstream", upstream], ROOT))
+    if args.floor:
+        servers.append(("floor", [py, str(ROOT / "bench" / "_floor_forwarder.py"),
+                                  "--port", "{port}", "--upstream", upstream], ROOT))
     return servers
 
 
@@ -160,7 +166,7 @@ async def _run_all(targets: list[Target], args: argparse.Namespace,
         for rnd in range(args.rounds):
             for target in targets:
                 if spec.api == "responses" and target.name != "proxy":
-                    continue  # the fake backend and the naive forwarder have no /v1/responses
+                    continue  # the fake and the forwarders have no /v1/responses
                 probe = ServerProbe(target.pid)
                 result: LoadResult | wrk.WrkResult
                 if use_wrk:

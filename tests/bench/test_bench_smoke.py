@@ -113,3 +113,25 @@ async def test_native_chat_is_ndjson_like_ollama_r4(client: httpx.AsyncClient) -
     assert lines[-1]["done"] is True and lines[-1]["done_reason"] == "stop"
     version = await client.get("/api/version")
     assert version.json() == {"version": "0.33.0"}
+
+
+async def test_floor_forwarder_copies_answers_byte_for_byte(
+        fake: ModuleType, client: httpx.AsyncClient) -> None:
+    # The floor row is only a floor if it forwards what the fake says, unchanged.
+    floor = importlib.import_module("_floor_forwarder")
+    app = floor.create_app(str(client.base_url))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://floor", timeout=5) as through:
+        try:
+            await _compare(client, through)
+        finally:
+            await app.wire.aclose()
+
+
+async def _compare(client: httpx.AsyncClient, through: httpx.AsyncClient) -> None:
+    for body in ({"model": "bench-small"}, {"model": "bench-chunks-64", "stream": True}):
+        want = await client.post("/v1/chat/completions", json=body)
+        got = await through.post("/v1/chat/completions", json=body)
+        assert (got.status_code, got.content) == (want.status_code, want.content)
+        assert got.headers["content-type"] == want.headers["content-type"]
+    assert (await through.get("/healthz")).text == "ok"
