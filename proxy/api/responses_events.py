@@ -73,15 +73,29 @@ class ResponseBuilder:
         return events
 
     def feed_all(self, chunks: list[Chunk]) -> list[Event]:
-        """`feed` for a batch, as one list. A chunk that is choice 0's text and nothing
-        else (most of a stream) goes straight to its delta event."""
+        """`feed` for a batch (the chunks of one upstream read), as one list.
+
+        Chunks that are choice 0's text and nothing else (most of a stream) and
+        follow each other make ONE delta event with their texts joined: they
+        arrived together, so nobody waits for the later ones, and a client
+        concatenates deltas anyway. A read of 64 tokens is then one event to
+        build and encode, not 64. Any other chunk ends the run and goes through
+        `feed` as it would alone, so the events are `feed`'s, chunk by chunk,
+        with neighbouring text deltas merged.
+        """
         events: list[Event] = []
+        texts: list[str] = []
         for chunk in chunks:
             text = plain_content(chunk)  # the translator's own test of such a chunk
             if text:
-                self._add_text(text, events)
-            else:
-                events.extend(self.feed(chunk))
+                texts.append(text)
+                continue
+            if texts:
+                self._add_text("".join(texts), events)
+                texts = []
+            events.extend(self.feed(chunk))
+        if texts:
+            self._add_text("".join(texts), events)
         return events
 
     def _take_delta(self, delta: JSON, events: list[Event]) -> None:

@@ -13,6 +13,7 @@ from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.responses import ResponseStreamEvent
 
 from proxy.api.responses_events import ResponseBuilder
+from proxy.flow.translate import plain_content
 from proxy.types import Chunk
 
 ECHO: dict[str, Any] = {"model": "m", "tools": [], "tool_choice": "auto",
@@ -195,7 +196,21 @@ def test_feed_all_is_feed_chunk_by_chunk(parts: list[tuple[dict[str, Any], str |
 
     one, batch = ResponseBuilder(ECHO, response_id="resp_1", id_factory=ids()), \
         ResponseBuilder(ECHO, response_id="resp_1", id_factory=ids())
-    by_one = [e for c in chunks for e in one.feed(c)]
+    # What feed_all must equal: feed, chunk by chunk, over the batch with each run of
+    # plain text chunks (`plain_content`) replaced by one chunk of their joined text.
+    merged: list[Chunk] = []
+    run: list[str] = []
+    for chunk in [*chunks, None]:
+        text = plain_content(chunk) if chunk is not None else None
+        if text:
+            run.append(text)
+            continue
+        if run:
+            merged.append(_chunk({"content": "".join(run)}))
+            run = []
+        if chunk is not None:
+            merged.append(chunk)
+    by_one = [e for c in merged for e in one.feed(c)]
     assert batch.feed_all(chunks) == by_one
 
     def untimed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -205,3 +220,11 @@ def test_feed_all_is_feed_chunk_by_chunk(parts: list[tuple[dict[str, Any], str |
                 if "response" in e else e for e in events]
 
     assert untimed(batch.finish()) == untimed(one.finish())
+
+
+def test_a_read_of_text_chunks_is_one_delta() -> None:
+    builder = ResponseBuilder(ECHO, response_id="resp_1")
+    events = builder.feed_all([_chunk({"content": "Hel"}), _chunk({"content": "lo"}),
+                               _chunk({"content": "!"})])
+    deltas = [e["delta"] for e in events if e["type"] == "response.output_text.delta"]
+    assert deltas == ["Hello!"]
