@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.api.relay import frame
+from proxy.backends.sse_frames import UsageCounter
 from proxy.flow.translate import ChunkOut, CompletionTranslator, SseTranslator
 from proxy.transforms.response import build_pipeline
 from proxy.transforms.response.checks import SchemaCache
@@ -41,13 +42,14 @@ def _tools() -> list[dict[str, Any]]:
 
 
 def _translator(plain: bool, reasoning: ReasoningPolicy, tool_format: str | None,
-                plan: Plan) -> SseTranslator:
+                plan: Plan, usage: bool = False) -> SseTranslator:
     ids = (f"call_gen{i:020d}" for i in itertools.count())
     profile = Profile(model="qwen3:8b", reasoning=reasoning, tool_format=tool_format)
     pipeline = build_pipeline(client_tools=_tools(), profile=profile, plan=plan,
                               parallel_tool_calls=None, schema_cache=SchemaCache(),
                               id_factory=lambda: next(ids))
-    return SseTranslator(pipeline, decode=True, plain=plain)
+    counter = UsageCounter({"messages": [{"role": "user", "content": "hi"}]}) if usage else None
+    return SseTranslator(pipeline, decode=True, plain=plain, usage=counter)
 
 
 def _stream(pieces: list[str], finish: str) -> bytes:
@@ -101,6 +103,29 @@ def test_plain_path_writes_what_the_full_path_writes(
     plain = _client_bytes(_translator(True, reasoning, tool_format, plan), body, cuts)
     full = _client_bytes(_translator(False, reasoning, tool_format, plan), body, cuts)
     assert plain == full
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TEXT, pieces=st.lists(st.integers(min_value=0, max_value=10_000), max_size=24),
+       events=st.lists(st.integers(min_value=0, max_value=40), max_size=8),
+       plain=st.booleans(), usage=st.booleans(),
+       reasoning=st.sampled_from(["pass", "move", "strip"]),
+       tool_format=st.sampled_from([None, "hermes", "pythonic"]),
+       finish=st.sampled_from(["stop", "tool_calls"]))
+def test_reads_of_whole_events_write_what_the_sse_decoder_path_writes(
+        text: str, pieces: list[int], events: list[int], plain: bool, usage: bool,
+        reasoning: ReasoningPolicy, tool_format: str | None, finish: str) -> None:
+    """Reads of whole events (what a slow stream reads: one event each) and the same
+    stream fed one byte at a time give the same client bytes, the usage chunk made
+    from the counted events included."""
+    body = _stream(_split(text, pieces), finish)
+    ends = [i + 2 for i in range(len(body)) if body[i:i + 2] == b"\n\n"]
+    at_events = [ends[e % len(ends)] for e in events]
+    whole = _client_bytes(_translator(plain, reasoning, tool_format, Plan(), usage), body,
+                          at_events)
+    by_byte = _client_bytes(_translator(plain, reasoning, tool_format, Plan(), usage), body,
+                            list(range(1, len(body))))
+    assert whole == by_byte
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s["id"] for s in SAMPLES])
