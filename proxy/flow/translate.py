@@ -146,10 +146,15 @@ class SseTranslator(_Ending):
     def feed(self, data: bytes) -> list[ChunkOut]:
         if self.finished:
             return []
-        if not self.decode and self._decoder.idle:
-            whole = self._whole_read(data)
-            if whole is not None:
-                return whole
+        if self._decoder.idle:
+            if not self.decode:
+                whole = self._whole_read(data)
+                if whole is not None:
+                    return whole
+            elif self.plain and not self._sniffing:
+                one = self._one_plain_event(data)
+                if one is not None:
+                    return one
         events = self._decoder.feed(data)
         # What follows the last line break is the start of the next event.
         self._unframed = (len(data) - data.rfind(b"\n") - 1) if events \
@@ -204,6 +209,29 @@ class SseTranslator(_Ending):
         if done and not self.finished:
             out.extend(self._take([SseEvent(DONE)]))
         return out
+
+    def _one_plain_event(self, data: bytes) -> list[ChunkOut] | None:
+        """The decoding path's lane for what a slow stream reads: one whole event, one
+        `data: {...}` line, of content only, that the stages pass (`passes_plain`).
+        What `_take` would do with it (decode, judge, relay its bytes), without the
+        SSE decoder and the run bookkeeping; None (nothing touched): the general path.
+        """
+        end = len(data) - 2
+        if not (data.startswith(b'data: {"') and data.endswith(b"}\n\n")
+                and data.find(b"\n") == end and data.find(b"\r") < 0):
+            return None
+        raw = data[6:end]
+        try:
+            chunk = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        text = plain_content(chunk) if type(chunk) is dict and "error" not in chunk else None
+        if text is None or not self.pipeline.passes_plain(chunk, text):
+            return None
+        if self.usage is not None:
+            self.usage.observe_chunk(chunk, raw)
+        self._unframed = 0
+        return [raw]
 
     def _take(self, events: list[SseEvent]) -> list[ChunkOut]:
         out: list[ChunkOut] = []
