@@ -25,7 +25,7 @@ from proxy.api.disconnect import unless_client_leaves
 from proxy.errors import ApiError, error_body
 from proxy.flow.exchange import call_headers
 from proxy.flow.run import ChatRun
-from proxy.flow.translate import ChunkOut, SseFrames
+from proxy.flow.translate import ChunkOut, SseFrames, as_chunks
 from proxy.sse import DONE_FRAME, KEEPALIVE, KEEPALIVE_FRAME, encode_data
 from proxy.transforms.response.completion import chunks_to_completion
 from proxy.types import Chunk
@@ -76,7 +76,8 @@ class SseResponse(Response):
 async def _sse_body(run: ChatRun) -> AsyncIterator[bytes]:
     try:
         async for batch in run.batches():
-            yield b"".join([frame(item) for item in batch])
+            # One item per batch is what a slow stream's reads make: no list, no join.
+            yield frame(batch[0]) if len(batch) == 1 else b"".join([frame(i) for i in batch])
         yield DONE_FRAME
     except ApiError as exc:
         yield _error_frame(exc.message, exc.status, exc.code) + DONE_FRAME
@@ -102,8 +103,10 @@ def frame(item: ChunkOut) -> bytes:
 
 async def json_response(run: ChatRun) -> Response:
     """Non-streaming: every chunk of the run merged into one chat.completion."""
+    chunks: list[Chunk] = []
     try:
-        chunks = [chunk async for chunk in run.chunks()]
+        async for batch in run.batches():  # not run.chunks(): one async generator fewer
+            chunks += as_chunks(batch)
     finally:
         await run.aclose()  # shielded inside: also when the client left
     if not chunks:
