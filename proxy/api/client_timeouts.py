@@ -7,8 +7,6 @@ a request line, or headers and then a trickle of body, holds its connection
 - `HeaderTimeoutProtocol`: the HTTP protocol uvicorn would pick (httptools,
   else h11) plus a timer from the first byte of a request (or the connection's
   start) to its complete headers; past it, a 408 and the connection closes.
-  Its transport sends a response's head with the body bytes that follow it
-  (proxy/api/coalesce.py).
 - the body deadline (the edge, proxy/middleware.py): the whole body must
   arrive within it; past it the app's `receive()` reports a disconnect and
   marks the request, and `read_body` answers 408 (see chat_request.read_body).
@@ -22,7 +20,6 @@ from typing import Any
 import orjson
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-from proxy.api.coalesce import HeadWithBody
 from proxy.errors import error_body
 
 TIMED_OUT = "client_timed_out"
@@ -55,8 +52,7 @@ class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         self._armed_for: Any = None
 
     def connection_made(self, transport: Any) -> None:
-        # A response's head goes out with its first body bytes (api/coalesce.py).
-        super().connection_made(HeadWithBody(transport, self.loop))
+        super().connection_made(transport)
         self._arm()
 
     def data_received(self, data: bytes) -> None:

@@ -25,8 +25,8 @@ def serve(app: Any, *, lifespan: str = "on", graceful: float | None = None,
           http: Any = None) -> Iterator[str]:
     """Yield the base URL (http://127.0.0.1:PORT) while uvicorn serves `app`.
 
-    `http`: the protocol; by default the one the CLI serves with (the header
-    deadline and the head sent with its body, proxy/api/coalesce.py)."""
+    `http`: the protocol; by default the one the CLI serves with (uvicorn's, with
+    the header deadline: proxy/api/client_timeouts.py)."""
     port = free_port()
     if http is None:
         http = header_timeout_protocol(60.0)
