@@ -11,15 +11,15 @@ Run: ``python bench/_floor_forwarder.py --port P --upstream http://127.0.0.1:U``
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's proxy/
+
+from _forwarder_cli import run_forwarder  # bench/, this script's directory
 
 from proxy.api.client_timeouts import header_timeout_protocol
 from proxy.backends.wire import WireTransport
@@ -66,14 +66,8 @@ def create_app(upstream: str) -> Any:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--upstream", required=True)
-    args = parser.parse_args()
-    uvicorn.run(create_app(args.upstream), host=args.host, port=args.port,
-                log_level="warning", access_log=False, server_header=False,
-                http=header_timeout_protocol(60.0))
+    run_forwarder(create_app, __doc__ or "", server_header=False,
+                  http=header_timeout_protocol(60.0))
 
 
 if __name__ == "__main__":

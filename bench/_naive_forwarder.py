@@ -8,10 +8,8 @@ Run: ``python bench/_naive_forwarder.py --port P --upstream http://127.0.0.1:U``
 
 from __future__ import annotations
 
-import argparse
-
 import httpx
-import uvicorn
+from _forwarder_cli import run_forwarder  # bench/, this script's directory
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -38,13 +36,7 @@ def create_app(upstream: str) -> Starlette:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--upstream", required=True)
-    args = parser.parse_args()
-    uvicorn.run(create_app(args.upstream), host=args.host, port=args.port,
-                log_level="warning", access_log=False)
+    run_forwarder(create_app, __doc__ or "")
 
 
 if __name__ == "__main__":
