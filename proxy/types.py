@@ -164,7 +164,8 @@ class Stage(Protocol):
         `take_plain(b, x + y)` leaves."""
         ...
 
-    def plain_run_ok(self, texts: list[str], joined: str) -> bool:
-        """Would `plain_ok` say yes to each of `texts` in turn, each noted before the
-        next is asked? (`joined` is their concatenation.) May say no when unsure."""
+    def plain_run_ok(self, texts: list[str], joined: str) -> int:
+        """How many of `texts`, from the first, `plain_ok` would say yes to in turn,
+        each noted before the next is asked (`joined` is their concatenation). May
+        say fewer when unsure, never more."""
         ...

@@ -320,36 +320,28 @@ class SseTranslator(_Ending):
         return out + self._staged(chunk)
 
     def _judged(self, run: list[_Plain]) -> list[ChunkOut]:
-        """Content-only chunks held in a run: relayed as they came when the stages pass
-        them all at once (`passes_plain_run`: one look for the lot), else one by one as
-        `_decoded` does. Empties the run."""
-        if len(run) < 2:  # a slow stream's read: one event
-            return self._one_plain(*run.pop()) if run else []
+        """Content-only chunks held in a run, in order: as many as the stages pass at
+        once (`passes_plain_run`) go out as they came; the one they stop at is asked
+        alone (`passes_plain`, else the stages); the rest is a run again once one has
+        gone out plain (one that went through the stages may have left them holding).
+        Empties the run."""
         items, run[:] = run[:], []
-        if self._run_passes(items):
-            return [data for data, _, _ in items]
-        # Most often the answer's start, which recovery reads on its own: one by one up
-        # to the first text with something in it, then the rest together once more.
+        chunks = [chunk for _, chunk, _ in items]
+        texts = [text for _, _, text in items]
         out: list[ChunkOut] = []
-        for position, (data, chunk, text) in enumerate(items):
-            out.extend(self._one_plain(data, chunk, text))
-            if text.strip():
-                rest = items[position + 1:]
-                break
-        else:
-            return out
-        if self._run_passes(rest):
-            return out + [data for data, _, _ in rest]
-        for data, chunk, text in rest:
-            out.extend(self._one_plain(data, chunk, text))
+        at, quiet = 0, True
+        while at < len(items):
+            if quiet and len(items) - at > 1:
+                passed = self.pipeline.passes_plain_run(chunks[at:] if at else chunks,
+                                                        texts[at:] if at else texts)
+                out += [data for data, _, _ in items[at:at + passed]]
+                at += passed
+            if at < len(items):
+                data, chunk, text = items[at]
+                quiet = self.pipeline.passes_plain(chunk, text)
+                out.extend([data] if quiet else self._staged(chunk))
+                at += 1
         return out
-
-    def _run_passes(self, items: list[_Plain]) -> bool:
-        return len(items) > 1 and self.pipeline.passes_plain_run(
-            items[-1][1], [text for _, _, text in items])
-
-    def _one_plain(self, data: bytes, chunk: Chunk, text: str) -> list[ChunkOut]:
-        return [data] if self.pipeline.passes_plain(chunk, text) else self._staged(chunk)
 
     def _staged(self, chunk: Any) -> list[ChunkOut]:
         """A decoded event that is not relayed as it came: checked, then the stages."""

@@ -87,18 +87,29 @@ class StreamRecovery:
             self._buf = ""
         return start == len(text)
 
-    def plain_run_ok(self, texts: list[str], joined: str) -> bool:
-        """`plain_ok` for each of `texts` in turn (each taken before the next), at once.
+    def plain_run_ok(self, texts: list[str], joined: str) -> int:
+        """How many of `texts`, from the first, `plain_ok` says yes to in turn (each
+        taken before the next), found at once.
 
-        Only the quiet case, past the start of the answer: then each text is plain
-        iff it has no needed character (so `joined` has none) and does not end in a
-        marker's beginning, and taking one changes neither. Otherwise: no (ask
-        one by one)."""
+        Only the quiet case, past the start of the answer: then a text is plain iff
+        it has no needed character and does not end in a marker's beginning, and
+        taking one changes neither; so the count runs up to the text holding the
+        first needed character of `joined`, or the first that ends in a marker's
+        beginning. Otherwise (something held, the answer's start): 0, ask alone."""
         if self._buf or self._holding or self._in_think or self._fence is not None \
-                or self._undecided or self._at_start or self._quiet.search(joined):
-            return False
+                or self._undecided or self._at_start:
+            return 0
+        found = self._quiet.search(joined)
         partial = self._marker_set.partial_suffix
-        return all(partial(text) == 0 for text in texts)
+        if found is None and all(partial(text) == 0 for text in texts):
+            return len(texts)  # the usual answer: all of them, found in two passes
+        stop = len(joined) if found is None else found.start()
+        end = 0
+        for count, text in enumerate(texts):
+            end += len(text)
+            if end > stop or partial(text):
+                return count
+        return len(texts)
 
     def take_plain(self, text: str) -> None:
         """`feed(text)` after `plain_ok(text)`: the prose is noted, nothing is built."""

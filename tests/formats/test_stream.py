@@ -139,15 +139,17 @@ _RUN_TEXT = st.lists(st.one_of(
 
 
 @settings(max_examples=300, deadline=None)
-@example(lead=["Sure"], texts=["It is", " sunny", " today."], preferred=None)  # a yes
+@example(lead=["Sure"], texts=["It is", " sunny", " today."], preferred=None)  # all of them
 @example(lead=["Sure"], texts=["a functool", "s x"], preferred=None)
 @example(lead=["Sure"], texts=["see <", "b> here"], preferred="hermes")
+@example(lead=["Sure"], texts=["It is", " {", " x"], preferred=None)  # up to the brace
 @given(lead=st.lists(_RUN_TEXT, max_size=3), texts=st.lists(_RUN_TEXT, min_size=1, max_size=6),
        preferred=st.sampled_from([None, "hermes", "mistral", "pythonic"]))
 def test_a_run_judged_at_once_is_what_one_by_one_says(
         lead: list[str], texts: list[str], preferred: str | None) -> None:
-    # plain_run_ok may say no when unsure, but its yes must be the one-by-one yes,
-    # and taking the joined text must leave the parser as taking each in turn does.
+    # plain_run_ok may count fewer when unsure, but every text it counts must be a
+    # one-by-one yes, and taking their joined text must leave the parser as taking
+    # each in turn does.
     def parser() -> StreamRecovery:
         made = StreamRecovery(SCHEMAS, preferred, keep_reasoning=True)  # as the pipeline has it
         for text in lead:  # some prose first, as it was taken on the plain path
@@ -158,12 +160,20 @@ def test_a_run_judged_at_once_is_what_one_by_one_says(
         return made
 
     at_once, one_by_one = parser(), parser()
-    if texts == ["It is", " sunny", " today."]:  # the explicit yes must stay a yes
-        assert at_once.plain_run_ok(texts, "".join(texts))
-    if not at_once.plain_run_ok(texts, "".join(texts)):
-        return
-    for text in texts:
+    count = at_once.plain_run_ok(texts, "".join(texts))
+    if texts == ["It is", " sunny", " today."]:  # the explicit yes must stay a whole yes
+        assert count == 3
+    if texts == ["It is", " {", " x"]:  # a brace may start a block: the count stops there
+        assert count == 1
+    assert 0 <= count <= len(texts)
+    for text in texts[:count]:
         assert one_by_one.plain_ok(text)
         one_by_one.take_plain(text)
-    at_once.take_plain("".join(texts))
+    at_once.take_plain("".join(texts[:count]))
     assert vars(at_once) == vars(one_by_one)
+
+
+def test_the_start_of_an_answer_is_never_counted_in_a_run() -> None:
+    # Recovery reads the answer's start on its own: a run there counts nothing.
+    assert StreamRecovery(SCHEMAS, None, keep_reasoning=True).plain_run_ok(["Sure", " x"],
+                                                                          "Sure x") == 0

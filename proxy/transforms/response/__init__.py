@@ -61,17 +61,21 @@ class ResponsePipeline:
             stage.take_plain(chunk, text)
         return True
 
-    def passes_plain_run(self, last: Chunk, texts: list[str]) -> bool:
-        """`passes_plain` for content-only chunks in a row (`last` the last of them),
-        judged and noted at once; False (no state touched): ask one by one."""
+    def passes_plain_run(self, chunks: list[Chunk], texts: list[str]) -> int:
+        """`passes_plain` for content-only chunks in a row (`texts` their texts), judged
+        and noted at once: how many, from the first, every stage passes (0: no state
+        touched; the chunk after the last passed one must be asked alone)."""
         joined = "".join(texts)
-        stages = self.stages
-        for stage in stages:
-            if not stage.plain_run_ok(texts, joined):
-                return False
-        for stage in stages:
-            stage.take_plain(last, joined)
-        return True
+        count = len(texts)
+        for stage in self.stages:
+            count = min(count, stage.plain_run_ok(texts, joined))
+            if not count:
+                return 0
+        if count < len(texts):
+            joined = "".join(texts[:count])
+        for stage in self.stages:
+            stage.take_plain(chunks[count - 1], joined)
+        return count
 
     @property
     def observations(self) -> list[Observation]:

@@ -134,8 +134,8 @@ class CallAssembly:
     def plain_ok(self, text: str) -> bool:
         return True  # content never waits here
 
-    def plain_run_ok(self, texts: list[str], joined: str) -> bool:
-        return True
+    def plain_run_ok(self, texts: list[str], joined: str) -> int:
+        return len(texts)
 
     def take_plain(self, chunk: Chunk, text: str) -> None:
         if not self._finished:

@@ -69,8 +69,8 @@ class TextCallRecovery:
     def plain_ok(self, text: str) -> bool:
         return self._done or self._parser.plain_ok(text)
 
-    def plain_run_ok(self, texts: list[str], joined: str) -> bool:
-        return self._done or self._parser.plain_run_ok(texts, joined)
+    def plain_run_ok(self, texts: list[str], joined: str) -> int:
+        return len(texts) if self._done else self._parser.plain_run_ok(texts, joined)
 
     def take_plain(self, chunk: Chunk, text: str) -> None:
         if not self._done:

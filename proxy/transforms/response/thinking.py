@@ -128,8 +128,14 @@ class ThinkingSplit:
         return self._policy == "pass" or (not split.inside and not split.held
                                           and "<" not in text)
 
-    def plain_run_ok(self, texts: list[str], joined: str) -> bool:
-        return self.plain_ok(joined)  # no "<" in any of them: noting one changes nothing
+    def plain_run_ok(self, texts: list[str], joined: str) -> int:
+        # Up to the first text with a "<": noting one without it changes nothing here.
+        if self.plain_ok(joined):
+            return len(texts)
+        split = self._split
+        if split.inside or split.held:
+            return 0
+        return next(i for i, text in enumerate(texts) if "<" in text)
 
     def take_plain(self, chunk: Chunk, text: str) -> None:
         if self._policy != "pass":

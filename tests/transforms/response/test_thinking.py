@@ -152,3 +152,15 @@ def test_a_stream_learned_to_start_inside_reasoning_moves_it() -> None:
     assert (content, reasoning) == ("Hello!", "I should greet.")
     assert stage.observations == [], "already known: nothing new to learn"
 
+
+
+@pytest.mark.parametrize("policy", ["move", "strip"])
+def test_a_run_counts_up_to_the_first_text_that_may_hold_a_tag(policy: ReasoningPolicy) -> None:
+    stage = ThinkingSplit(policy)
+    texts = ["It is", " sunny", " <b", "ut", " x"]
+    assert stage.plain_run_ok(texts, "".join(texts)) == 2
+    for text in texts[:2]:  # each counted text is a one-by-one yes
+        assert stage.plain_ok(text)
+    assert not stage.plain_ok(texts[2])
+    assert ThinkingSplit("pass").plain_run_ok(texts, "".join(texts)) == 5
+    assert ThinkingSplit(policy, starts_inside=True).plain_run_ok(["a", "b"], "ab") == 0
