@@ -6,6 +6,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+from proxy import sse
 from proxy.sse import DONE_FRAME, SseDecoder, SseEvent, encode_data
 
 
@@ -58,3 +59,22 @@ def test_any_split_yields_the_same_events(payloads: list[bytes], cuts: list[int]
     points = sorted({c % (len(body) + 1) for c in cuts})
     pieces = [body[a:b] for a, b in zip([0, *points], [*points, len(body)])]
     assert [e.data for e in _decode(pieces)] == payloads
+
+
+_EVENT_PIECES = st.lists(st.sampled_from(
+    [b"data: ", b"data:", b'{"', b'{"a":1}', b"}", b"\n", b"\n\n", b"\r\n", b"x", b"event: e\n",
+     b'data: {"a":1}\n\n', b'data: {"b":"}\\n"}\n\n']), max_size=8).map(b"".join)
+
+
+@given(_EVENT_PIECES)
+def test_one_line_event_is_a_read_of_exactly_one_one_line_event(data: bytes) -> None:
+    assert sse.one_line_event(data) == (sse.one_line_events(data) == 1)
+
+
+@given(st.lists(st.binary(max_size=12).map(lambda b: b'{"' + b.replace(b"\n", b"").replace(
+    b"\r", b"") + b'}'), min_size=1, max_size=5))
+def test_a_read_of_one_line_events_is_counted_and_split_back(payloads: list[bytes]) -> None:
+    body = b"".join(b"data: " + p + b"\n\n" for p in payloads)
+    assert sse.one_line_events(body) == len(payloads)
+    assert sse.event_payloads(body) == payloads
+    assert sse.one_line_events(body + b"\n") == 0  # a stray line break: not such a read

@@ -25,8 +25,8 @@ from proxy.api.disconnect import unless_client_leaves
 from proxy.errors import ApiError, error_body
 from proxy.flow.exchange import call_headers
 from proxy.flow.run import ChatRun
-from proxy.flow.translate import ChunkOut, SseFrames, as_chunks
-from proxy.sse import DONE_FRAME, KEEPALIVE, KEEPALIVE_FRAME, encode_data
+from proxy.flow.translate import ChunkOut, as_chunks
+from proxy.sse import DONE_FRAME, KEEPALIVE, KEEPALIVE_FRAME, SseFrames, encode_data
 from proxy.transforms.response.completion import chunks_to_completion
 from proxy.types import Chunk
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from proxy.sse import DONE_FRAME, encode_data
+from proxy.sse import DONE_FRAME, EVENT_JOIN, encode_data, event_payloads
 from proxy.types import JSON, Chunk
 
 CHARS_PER_TOKEN = 4
@@ -119,18 +119,18 @@ class UsageCounter:
         `"content":"` (once: a key's pattern cannot occur escaped inside a string).
         Otherwise they go event by event too.
         """
-        cut = body.rfind(b'}\n\ndata: {"')
+        cut = body.rfind(EVENT_JOIN)
         if cut >= 0:
             head = body[:cut + 3]
             before = events - 1
             if (head.find(b'"usage"') >= 0 or head.find(b'":""') >= 0
                     or head.find(b'": ') >= 0 or head.find(b'"reasoning') >= 0
                     or head.count(b'"choices"') != before or head.count(b'"delta"') != before):
-                for event in head.split(b"\n\n")[:-1]:
-                    self.observe(event[6:])
+                for data in event_payloads(head):
+                    self.observe(data)
             else:
                 self._generated += head.count(b'"content":"')
-                start = head.rfind(b'}\n\ndata: {"', 0, len(head) - 3)
+                start = head.rfind(EVENT_JOIN, 0, len(head) - 3)
                 self._last = head[start + 9 if start >= 0 else 6:-2]  # as observe keeps it
         self.observe(body[cut + 9:-2] if cut >= 0 else body[6:-2])
 

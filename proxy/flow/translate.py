@@ -26,16 +26,21 @@ from proxy.api.hostile import depth_exceeds, may_nest_deeper
 from proxy.backends.sse_frames import UsageCounter
 from proxy.errors import ApiError
 from proxy.formats.detect import THINK_CLOSE, THINK_OPEN
-from proxy.sse import DONE, DONE_FRAME, KEEPALIVE, SseDecoder, SseEvent
+from proxy.sse import (
+    DONE,
+    DONE_FRAME,
+    EVENT_JOIN,
+    KEEPALIVE,
+    SseDecoder,
+    SseEvent,
+    SseFrames,
+    event_payloads,
+    one_line_event,
+    one_line_events,
+)
 from proxy.transforms.response import ResponsePipeline
 from proxy.transforms.response.completion import completion_to_chunks
 from proxy.types import Chunk
-
-
-class SseFrames(bytes):
-    """Fast path, a whole upstream read: events that are each exactly one
-    `data: <JSON object>` line, as an SSE client gets them (nothing to add or take)."""
-
 
 ChunkOut = Chunk | bytes
 """A chunk as a dict, or (fast path) its upstream JSON bytes, unparsed, or `SseFrames`."""
@@ -50,9 +55,9 @@ def as_chunks(batch: list[ChunkOut]) -> list[Chunk]:
             # Its events are `data: {...}` lines joined by blank lines, nothing else
             # (_plain_frames): one JSON array, decoded in one call. Events that are
             # each broken could join into fewer valid ones: then one by one (raises).
-            chunks = orjson.loads(b"[" + item[6:-2].replace(b'}\n\ndata: {"', b'},{"') + b"]")
+            chunks = orjson.loads(b"[" + item[6:-2].replace(EVENT_JOIN, b'},{"') + b"]")
             if len(chunks) != item.count(b"\n\n"):
-                chunks = [orjson.loads(event[6:]) for event in item.split(b"\n\n")[:-1]]
+                chunks = [orjson.loads(data) for data in event_payloads(item)]
             out.extend(chunks)
         elif isinstance(item, bytes):
             if item is not KEEPALIVE:
@@ -200,7 +205,7 @@ class SseTranslator(_Ending):
             events -= 1
         if body and not self.finished:
             if self.decode:  # the sniffing sent the stream through the stages
-                out.extend(self._take([SseEvent(e[6:]) for e in body.split(b"\n\n")[:-1]]))
+                out.extend(self._take([SseEvent(data) for data in event_payloads(body)]))
             else:
                 if self.usage is not None:
                     self.usage.observe_frames(body, events)
@@ -216,11 +221,9 @@ class SseTranslator(_Ending):
         What `_take` would do with it (decode, judge, relay its bytes), without the
         SSE decoder and the run bookkeeping; None (nothing touched): the general path.
         """
-        end = len(data) - 2
-        if not (data.startswith(b'data: {"') and data.endswith(b"}\n\n")
-                and data.find(b"\n") == end and data.find(b"\r") < 0):
+        if not one_line_event(data):  # its tool calls and errors are the decoding's to see
             return None
-        raw = data[6:end]
+        raw = data[6:-2]
         try:
             chunk = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -421,15 +424,10 @@ def _says_finish(data: bytes) -> bool:
 
 
 def _plain_frames(body: bytes) -> int:
-    """How many whole events a read is, if each is one `data: {...}` line `_relay_as_is`
-    would pass (else 0), judged by a few scans of the read: it starts `data: {"`, its
-    only line breaks are the blank-line pairs that end events, and each pair follows
-    a `}` and is followed by the next `data: {"`."""
-    if not (body.startswith(b'data: {"') and body.endswith(b"}\n\n")):
-        return 0
-    events = body.count(b'}\n\ndata: {"') + 1
-    plain = (body.count(b"\n") == 2 * events and body.find(b"\r") < 0
-             and body.find(b'"tool_calls"') < 0 and body.find(b'"error"') < 0)
+    """How many whole events a read is, if each is one `data: {...}` line (`sse.
+    one_line_events`) that `_relay_as_is` would pass: no tool call, no error. Else 0."""
+    events = one_line_events(body)
+    plain = events and body.find(b'"tool_calls"') < 0 and body.find(b'"error"') < 0
     return events if plain else 0
 
 
