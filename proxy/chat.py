@@ -9,17 +9,18 @@ The seam other client APIs and multi-turn features build on:
 
 - `run_chat(ex, chat) -> ChatRun`: one chat request's answer, independent of
   the client's wire format. `run.headers()` before the first byte,
-  `async for chunk in run.chunks()` (chat.completion.chunk dicts; a failure is
-  raised as `ApiError` after every chunk received before it, never after a
-  made-up finish), `await run.aclose()` (idempotent; accounts the request),
+  `async for batch in run.batches()` (`translate.as_chunks(batch)` makes them
+  chat.completion.chunk dicts; a failure is raised as `ApiError` after every
+  chunk received before it, never after a made-up finish), `await run.aclose()`
+  (idempotent; accounts the request),
   then `run.summary` (`RunSummary`: status, error, call counts).
 - `open_turn(ex, chat, profile, upstream) -> Turn`: ONE upstream turn (a
   limiter slot, the retry ladder of `send_with_retry`, the response stages);
   call it again for a further turn, and `aclose()` each turn.
 - The fast path (no tools offered, reasoning passed through) is
   `proxy.flow.translate._relay_as_is`: such chunks travel as the upstream's
-  JSON bytes, decoded only by consumers of `chunks()`; `run.batches()` hands
-  them over undecoded.
+  JSON bytes (a whole read of them as `SseFrames`), decoded only by readers that
+  need dicts (`as_chunks`).
 
 Only this module, passthrough.py, upstream.py, proxy/flow/run.py and the
 store do I/O.

@@ -105,7 +105,7 @@ async def json_response(run: ChatRun) -> Response:
     """Non-streaming: every chunk of the run merged into one chat.completion."""
     chunks: list[Chunk] = []
     try:
-        async for batch in run.batches():  # not run.chunks(): one async generator fewer
+        async for batch in run.batches():
             chunks += as_chunks(batch)
     finally:
         await run.aclose()  # shielded inside: also when the client left

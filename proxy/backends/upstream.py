@@ -87,14 +87,15 @@ def forward_headers(incoming: Mapping[str, str], upstream: Upstream,
     for key, value in incoming.items():
         lowered = key.lower()
         if lowered == "authorization":
-            client_auth = value if client_auth is None else client_auth
+            if client_auth is None:  # the first of a repeated one, as the edge reads it
+                client_auth = value
         elif lowered not in HOP_BY_HOP:
             out[key] = value
         elif lowered == "connection":
             # Headers the client's Connection header names are hop-by-hop too (RFC 9110 7.6.1).
             named.update(h.strip().lower() for h in value.split(","))
-    for key in [k for k in out if k.lower() in named] if named else ():
-        del out[key]
+    if named:
+        out = {k: v for k, v in out.items() if k.lower() not in named}
     if upstream.api_key:
         out["authorization"] = f"Bearer {upstream.api_key}"
     elif keep_client_auth and client_auth is not None:

@@ -30,13 +30,12 @@ from proxy.flow.translate import (
     CompletionTranslator,
     SseTranslator,
     Translator,
-    as_chunks,
 )
 from proxy.scopes import cancel_scope
 from proxy.state.limits import Limiter
 from proxy.transforms.response import ResponsePipeline
 from proxy.transforms.response.assembly import CallCounts
-from proxy.types import JSON, Chunk
+from proxy.types import JSON
 
 
 class UpstreamCall:
@@ -141,8 +140,8 @@ class RunSummary:
 class ChatRun:
     """A chat request's answer, independent of the client's wire format.
 
-    `headers()` before the first byte; then `chunks()` (dicts) or `batches()`
-    (dicts or raw JSON bytes, for encoders that can copy bytes); a failure is
+    `headers()` before the first byte; then `batches()` (dicts, raw JSON bytes or
+    `SseFrames`, for encoders that can copy bytes; `as_chunks` makes dicts); a failure is
     raised as ApiError after every chunk received before it. `aclose()` closes
     the upstream call and accounts the request, once, whoever calls first.
     """
@@ -175,11 +174,6 @@ class ChatRun:
         except Exception:
             self._status, self._error = 500, "internal error in toolshim"
             raise
-
-    async def chunks(self) -> AsyncIterator[Chunk]:
-        async for batch in self.batches():
-            for chunk in as_chunks(batch):
-                yield chunk
 
     async def aclose(self) -> None:
         if self.summary is not None:
