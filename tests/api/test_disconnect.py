@@ -8,7 +8,7 @@ import anyio
 import pytest
 from starlette.types import Message, Receive
 
-from proxy.api.disconnect import unless_client_leaves
+from proxy.api.disconnect import WATCH_AFTER, unless_client_leaves
 from proxy.errors import ApiError
 
 
@@ -48,3 +48,43 @@ async def test_the_work_s_error_propagates_as_it_is() -> None:
         raise ApiError(404, "model not found")
     with pytest.raises(ApiError, match="model not found"):
         await unless_client_leaves(receiver(asyncio.Event()), work())
+
+
+async def test_a_client_that_leaves_at_once_is_noticed_once_the_watch_starts() -> None:
+    # The watcher starts WATCH_AFTER into the work; a disconnect already waiting
+    # in the server's queue then ends the work right away.
+    loop = asyncio.get_running_loop()
+    ended_at: list[float] = []
+
+    async def work() -> str:
+        try:
+            await asyncio.sleep(10)
+            return "too late"
+        finally:
+            ended_at.append(loop.time())
+
+    started = loop.time()
+    assert await unless_client_leaves(receiver(_set_event()), work()) is None
+    assert WATCH_AFTER <= ended_at[0] - started < WATCH_AFTER + 1.0
+
+
+async def test_work_done_before_the_watch_starts_leaves_no_task_behind() -> None:
+    listened: list[str] = []
+
+    async def receive() -> Message:
+        listened.append("receive")
+        return {"type": "http.disconnect"}
+
+    async def work() -> str:
+        return "answer"
+
+    before = len(asyncio.all_tasks())
+    assert await unless_client_leaves(receive, work()) == "answer"
+    await asyncio.sleep(WATCH_AFTER * 2)
+    assert listened == [] and len(asyncio.all_tasks()) == before
+
+
+def _set_event() -> asyncio.Event:
+    event = asyncio.Event()
+    event.set()
+    return event
