@@ -9,9 +9,10 @@ file_search, ...) that no chat backend can run are removed and counted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, StrictBool, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
 from proxy.errors import ApiError
 from proxy.types import JSON, ChatRequest, Message, ToolDef
@@ -20,24 +21,30 @@ _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "develop
 _TEXT_PARTS = {"input_text", "output_text", "text", "summary_text", "reasoning_text"}
 _CHOICE_MODES = {"auto", "none", "required"}
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    model: str = Field(min_length=1)
+# A TypedDict, not a model: only the check is wanted (the body stays the client's
+# dict), and pydantic checks a TypedDict in about half the time. Unknown fields pass.
+@with_config(ConfigDict(extra="allow"))
+class _Body(TypedDict):
+    model: Annotated[str, Field(min_length=1)]
     input: str | list[dict[str, Any]]
-    instructions: str | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
-    max_output_tokens: int | None = Field(None, ge=1)
-    temperature: float | None = Field(None, ge=0, le=2)
-    top_p: float | None = Field(None, ge=0, le=1)
-    text: dict[str, Any] | None = None
-    reasoning: dict[str, Any] | None = None
-    metadata: dict[str, str] | None = None
-    user: str | None = None
-    store: bool | None = None
-    stream: bool | None = None
-    previous_response_id: str | None = Field(None, min_length=1)
+    instructions: NotRequired[str | None]
+    tools: NotRequired[list[dict[str, Any]] | None]
+    tool_choice: NotRequired[str | dict[str, Any] | None]
+    # "false" (a string) must not start a stream or store: booleans are strict, as for chat.
+    parallel_tool_calls: NotRequired[StrictBool | None]
+    max_output_tokens: NotRequired[Annotated[int | None, Field(ge=1)]]
+    temperature: NotRequired[Annotated[float | None, Field(ge=0, le=2)]]
+    top_p: NotRequired[Annotated[float | None, Field(ge=0, le=1)]]
+    text: NotRequired[dict[str, Any] | None]
+    reasoning: NotRequired[dict[str, Any] | None]
+    metadata: NotRequired[dict[str, str] | None]
+    user: NotRequired[str | None]
+    store: NotRequired[StrictBool | None]
+    stream: NotRequired[StrictBool | None]
+    previous_response_id: NotRequired[Annotated[str | None, Field(min_length=1)]]
+
+
+_BODY = TypeAdapter(_Body)
 
 
 @dataclass
@@ -63,7 +70,7 @@ def validate(body: Any) -> JSON:
         raise ApiError(400, "invalid request: the body must be a JSON object",
                        code="invalid_request")
     try:
-        _Body.model_validate(body)
+        _BODY.validate_python(body)
     except ValidationError as exc:
         err = exc.errors()[0]
         # The body's checked fields are all top-level; deeper loc parts name union members.

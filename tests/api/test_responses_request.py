@@ -119,6 +119,10 @@ def test_history_comes_first() -> None:
     ({"text": {"format": {"type": "json_schema"}}}, "text.format.schema"),
     ({"max_output_tokens": 0}, "max_output_tokens"),
     ({"metadata": {"a": 1}}, "metadata"),
+    # A string "false" would have started a stream (or stored the response).
+    ({"stream": "false"}, "stream"),
+    ({"store": "false"}, "store"),
+    ({"parallel_tool_calls": "false"}, "parallel_tool_calls"),
 ])
 def test_bad_fields_are_named(body: dict[str, Any], param: str) -> None:
     with pytest.raises(ApiError) as info:
