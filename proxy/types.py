@@ -169,3 +169,14 @@ class Stage(Protocol):
         each noted before the next is asked (`joined` is their concatenation). May
         say fewer when unsure, never more."""
         ...
+
+    def plain_end_ok(self, finish_reason: str) -> bool:
+        """Would `feed` pass the chunk that ends the answer (choice 0 alone, an empty
+        delta, this finish reason, no usage) on unchanged, and `flush` after it add
+        nothing? Pure. Asked after the plain chunks before it were taken."""
+        ...
+
+    def take_plain_end(self) -> None:
+        """Note that end as `feed` and `flush` would (after `plain_end_ok` said yes for
+        every stage): the translator relays the chunk as it is."""
+        ...

@@ -395,12 +395,20 @@ class CompletionTranslator(_Ending):
                 completion, walk=may_nest_deeper(raw, 200)):
             return self.fail(invalid("upstream sent an answer that is not a chat completion"))
         out: list[ChunkOut] = []
+        quiet = self.plain  # every chunk so far passed plain
         for chunk in completion_to_chunks(completion):
-            text = plain_content(chunk, role_ok=True) if self.plain else None
+            text = plain_content(chunk, role_ok=True) if quiet else None
             if text is not None and self.pipeline.passes_plain(chunk, text):
+                out.append(chunk)
+                continue
+            # A plain answer's end (the next chunk) passes as it is too, unless a stage
+            # holds something or would change the finish reason.
+            reason = bare_finish(chunk) if quiet and out else None
+            if reason is not None and self.pipeline.passes_plain_end(reason):
                 out.append(chunk)
             else:
                 out.extend(self.pipeline.feed(chunk))
+            quiet = False
         return out + self._close()
 
 
@@ -484,6 +492,19 @@ def plain_content(chunk: dict[str, Any], role_ok: bool = False) -> str | None:
         return None
     text = delta.get("content")
     return text if type(text) is str else None
+
+
+def bare_finish(chunk: dict[str, Any]) -> str | None:
+    """The finish reason of a chunk that only ends choice 0 (its delta empty, no usage,
+    no other choice; other fields of the choice may ride along), or None."""
+    choices = chunk.get("choices")
+    if type(choices) is not list or len(choices) != 1 or chunk.get("usage") is not None:
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("index", 0) != 0 or choice.get("delta") != {}:
+        return None
+    reason = choice.get("finish_reason")
+    return reason if type(reason) is str else None
 
 
 def chunk_problem(chunk: dict[str, Any]) -> str | None:

@@ -115,6 +115,10 @@ class StreamRecovery:
         """`feed(text)` after `plain_ok(text)`: the prose is noted, nothing is built."""
         self._text(text)
 
+    def holds_nothing(self) -> bool:
+        """Whether `flush()` would return nothing and change nothing. Pure."""
+        return not (self._undecided or self._in_think or self._fence is not None or self._buf)
+
     def flush(self) -> list[Item]:
         out: list[Item] = []
         if self._undecided:

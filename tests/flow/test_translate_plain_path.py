@@ -173,35 +173,56 @@ def test_a_call_after_relayed_prose_is_still_recovered() -> None:
 
 
 def _whole_answer(plain: bool, reasoning: ReasoningPolicy, tool_format: str | None, plan: Plan,
-                  text: str, finish: str) -> bytes:
-    """What a non-streaming client gets: the completion merged from the translator's chunks."""
+                  text: str, finish: str | None, shape: dict[str, Any] | None = None
+                  ) -> tuple[bytes, Any, list[Any]]:
+    """What a non-streaming client gets (the completion merged from the translator's
+    chunks), with the call counts and observations the request is accounted with."""
+    shape = shape or {}
     ids = (f"call_gen{i:020d}" for i in itertools.count())
     profile = Profile(model="qwen3:8b", reasoning=reasoning, tool_format=tool_format)
     pipeline = build_pipeline(client_tools=_tools(), profile=profile, plan=plan,
                               parallel_tool_calls=None, schema_cache=SchemaCache(),
                               id_factory=lambda: next(ids))
     translator = CompletionTranslator(pipeline, plain=plain)
-    body = orjson.dumps({**BASE, "object": "chat.completion", "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": text},
-         "finish_reason": finish}], "usage": {"prompt_tokens": 5, "completion_tokens": 3,
-                                              "total_tokens": 8}})
-    out = translator.feed(body) + translator.end()
+    top = {k: v for k, v in {**BASE, "object": "chat.completion"}.items()
+           if k not in shape.get("left_out", ())}
+    choice = {"index": 0, "message": {"role": "assistant", "content": text, **shape.get(
+        "message", {})}, **shape.get("choice", {}), "finish_reason": finish}
+    completion: dict[str, Any] = {**top, "choices": [choice]}
+    if shape.get("usage", True):
+        completion["usage"] = {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
+    out = translator.feed(orjson.dumps(completion)) + translator.end()
     assert translator.failure is None
     chunks = [orjson.loads(c) if isinstance(c, bytes) else c for c in out]
     template = {k: v for k, v in chunks[0].items() if k != "usage"} | {"choices": []}
-    return orjson.dumps(chunks_to_completion(chunks, template))
+    return (orjson.dumps(chunks_to_completion(chunks, template)), pipeline.call_counts(),
+            pipeline.observations)
+
+
+SHAPES = st.fixed_dictionaries({}, optional={
+    "left_out": st.lists(st.sampled_from(["object", "system_fingerprint", "created"])),
+    "choice": st.dictionaries(st.sampled_from(["logprobs", "stop_reason"]),
+                              st.none() | st.integers(0, 3), max_size=2),
+    "message": st.sampled_from([{}, {"tool_calls": []}, {"tool_calls": None},
+                                {"refusal": None}, {"reasoning_content": "hm"}]),
+    "usage": st.booleans(),
+})
 
 
 @settings(max_examples=400, deadline=None)
 @given(text=TEXT, reasoning=st.sampled_from(["pass", "move", "strip"]),
        tool_format=st.sampled_from([None, "hermes", "mistral", "pythonic", "json_block"]),
        plan=st.sampled_from([Plan(), Plan(tools="emulate")]),
-       finish=st.sampled_from(["stop", "length", "tool_calls"]))
+       finish=st.sampled_from(["stop", "length", "tool_calls", "content_filter", None]),
+       shape=SHAPES)
 def test_a_whole_answer_is_the_same_on_the_plain_and_the_full_path(
         text: str, reasoning: ReasoningPolicy, tool_format: str | None, plan: Plan,
-        finish: str) -> None:
-    assert _whole_answer(True, reasoning, tool_format, plan, text, finish) \
-        == _whole_answer(False, reasoning, tool_format, plan, text, finish)
+        finish: str | None, shape: dict[str, Any]) -> None:
+    # The plain path passes both the content chunk and the chunk that ends the answer
+    # (`passes_plain_end`) when no stage would change them: the bytes, counts and
+    # observations must be the full path's, whatever the answer holds.
+    assert _whole_answer(True, reasoning, tool_format, plan, text, finish, shape) \
+        == _whole_answer(False, reasoning, tool_format, plan, text, finish, shape)
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s["id"] for s in SAMPLES])
@@ -210,6 +231,35 @@ def test_every_sample_as_a_whole_answer_is_the_same_on_both_paths(
     for fmt in (None, sample["format"]):
         assert _whole_answer(True, "move", fmt, Plan(), sample["content"], "stop") \
             == _whole_answer(False, "move", fmt, Plan(), sample["content"], "stop")
+
+
+def _recording(feed: Any, fed: list[Any]) -> Any:
+    def record(chunk: Any) -> Any:
+        fed.append(chunk)
+        return feed(chunk)
+    return record
+
+
+def test_a_plain_whole_answer_s_end_goes_through_no_stage() -> None:
+    # The finish chunk of a plain answer is relayed as completion_to_chunks made it: the
+    # stages vouched for it rather than rebuilding it, and are done (nothing to flush).
+    # A "tool_calls" with no call in it is not plain: assembly makes it "stop".
+    for finish, same in (("stop", True), ("length", True), ("tool_calls", False)):
+        pipeline = build_pipeline(client_tools=_tools(), profile=Profile(model="qwen3:8b"),
+                                  plan=Plan(), parallel_tool_calls=None,
+                                  schema_cache=SchemaCache(), id_factory=lambda: "call_x")
+        fed: list[Any] = []
+        pipeline.feed = _recording(pipeline.feed, fed)  # type: ignore[method-assign]
+        translator = CompletionTranslator(pipeline)
+        completion = {**BASE, "object": "chat.completion", "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "Sunny."},
+             "finish_reason": finish}]}
+        translator.feed(orjson.dumps(completion))
+        out = translator.end()
+        assert [c["choices"][0]["finish_reason"] for c in out if isinstance(c, dict)] \
+            == [None, finish if same else "stop"]
+        assert len(fed) == (0 if same else 1)
+        assert pipeline.call_counts().kept == 0 and pipeline.flush() == []
 
 
 def test_a_plain_whole_answer_skips_the_stages_rebuilding() -> None:

@@ -141,6 +141,16 @@ class CallAssembly:
         if not self._finished:
             self._last = chunk
 
+    def plain_end_ok(self, finish_reason: str) -> bool:
+        # `_finish` changes a chunk only with calls seen: it emits them, rewrites
+        # stop/tool_calls to what was kept and annotates drops and repairs. Without
+        # any, only a "tool_calls" (no call came) becomes "stop".
+        return self._finished or (not self._pending and not any(self._counts.values())
+                                  and finish_reason != "tool_calls")
+
+    def take_plain_end(self) -> None:
+        self._finished = True
+
     def flush(self) -> list[Chunk]:
         if self._finished or self._last is None:
             return []

@@ -77,6 +77,14 @@ class TextCallRecovery:
             self._last = chunk
             self._parser.take_plain(text)
 
+    def plain_end_ok(self, finish_reason: str) -> bool:
+        return self._done or self._parser.holds_nothing()
+
+    def take_plain_end(self) -> None:
+        if not self._done:
+            self._done = True
+            self._observe()
+
     def flush(self) -> list[Chunk]:
         if self._done or self._last is None:
             return []

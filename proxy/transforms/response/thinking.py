@@ -143,6 +143,13 @@ class ThinkingSplit:
             if text.strip():
                 self._split.fresh = False
 
+    def plain_end_ok(self, finish_reason: str) -> bool:
+        # Nothing held: the end releases nothing (`_Splitter.end`), inside or not.
+        return self._policy == "pass" or not self._split.held
+
+    def take_plain_end(self) -> None:
+        pass  # feed would note the chunk as the last one; flush, after it, adds nothing
+
     def flush(self) -> list[Chunk]:
         content, reasoning = self._split.end()
         if self._last is None or not (content or reasoning):
