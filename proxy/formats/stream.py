@@ -76,9 +76,11 @@ class StreamRecovery:
         if self._buf or self._holding or self._in_think or self._fence is not None \
                 or self._undecided:
             return False
-        if not (self._at_start and not self._line) and self._quiet.search(text) is None:
-            # No character a marker, a line-start block or a fence needs: only a
-            # marker's beginning at the very end is left to rule out.
+        if self._quiet.search(text) is None and not (
+                self._at_start and not self._line and _may_lead(text)):
+            # No character a marker, a line-start block or a fence needs (nor, at the
+            # answer's start, a leading control word): only a marker's beginning at
+            # the very end is left to rule out.
             return self._marker_set.partial_suffix(text) == 0
         self._buf = text
         try:
@@ -349,6 +351,11 @@ def _formats_and_markers(
     order = tuple(format_order(preferred))
     markers = {m for fmt in order for m in fmt.markers if m not in GENERIC_MARKERS}
     return order, tuple(sorted(markers | {THINK_OPEN}, key=len, reverse=True))
+
+
+def _may_lead(text: str) -> bool:
+    """Whether text is, or begins, or is the beginning of, a leading control word."""
+    return any(lead.startswith(text) or text.startswith(lead) for lead in _LEADING)
 
 
 @functools.lru_cache(maxsize=64)

@@ -177,3 +177,20 @@ def test_the_start_of_an_answer_is_never_counted_in_a_run() -> None:
     # Recovery reads the answer's start on its own: a run there counts nothing.
     assert StreamRecovery(SCHEMAS, None, keep_reasoning=True).plain_run_ok(["Sure", " x"],
                                                                           "Sure x") == 0
+
+
+@settings(max_examples=300, deadline=None)
+@example(lead=[], text="all")  # the beginning of Functionary's leading "all\n"
+@example(lead=[], text="all\nget_weather")
+@example(lead=[], text="Sure, all of it.")
+@given(lead=st.lists(_RUN_TEXT, max_size=2),
+       text=st.one_of(_RUN_TEXT, st.sampled_from(["all", "al", "all\n", "all\nx", "alloy"])))
+def test_a_text_called_plain_is_what_feed_sends_whole_holding_nothing(
+        lead: list[str], text: str) -> None:
+    # At the answer's start too, where a leading control word may begin a call.
+    asked, fed = (StreamRecovery(SCHEMAS, keep_reasoning=True) for _ in range(2))
+    for piece in lead:
+        assert asked.feed(piece) == fed.feed(piece)
+    if asked.plain_ok(text):
+        assert "".join(_text(fed.feed(text))) == text
+        assert fed.flush() == []
