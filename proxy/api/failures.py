@@ -41,7 +41,7 @@ async def answer_or_error(ex: Exchange, work: Awaitable[Response], what: str) ->
 
 
 def error_reply(ex: Exchange, error: ApiError) -> Response:
-    ex.finish(error.status, error.message)
+    ex.finish(error.status, error.message)  # also reports a record settled unreported
     response = error.response()
     response.headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
     return response

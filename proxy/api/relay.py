@@ -102,20 +102,44 @@ def frame(item: ChunkOut) -> bytes:
 
 
 async def json_response(run: ChatRun) -> Response:
-    """Non-streaming: every chunk of the run merged into one chat.completion."""
+    """Non-streaming: every chunk of the run merged into one chat.completion.
+
+    A whole answer's request is settled before the answer is built (its record
+    feeds the headers) but reported once the answer is sent: the client does not
+    wait for its log line and metrics. An error raised after the settling reports
+    it at once (`error_reply`).
+    """
     chunks: list[Chunk] = []
+    whole = False
     try:
         async for batch in run.batches():
             chunks += as_chunks(batch)
+        whole = True
     finally:
-        await run.aclose()  # shielded inside: also when the client left
+        # Shielded inside: also when the client left. An answer that broke off (an
+        # error, a cancel) is reported now: it may never reach `ReportedAfter`.
+        await run.aclose(report=not whole)
     if not chunks:
         raise ApiError(502, "upstream sent an answer that is not a chat completion",
                        code="upstream_invalid")
     headers = run.headers()
     headers.update(call_headers(run.ex))
     body = chunks_to_completion(chunks, _template(chunks[0]))
-    return Response(orjson.dumps(body), media_type="application/json", headers=headers)
+    return ReportedAfter(orjson.dumps(body), headers, run.ex.report)
+
+
+class ReportedAfter(Response):
+    """A JSON answer that reports its request once sent, or once sending stopped."""
+
+    def __init__(self, body: bytes, headers: dict[str, str], report: Callable[[], None]) -> None:
+        super().__init__(body, media_type="application/json", headers=headers)
+        self.report = report
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.report()
 
 
 def _template(first: Chunk) -> Chunk:

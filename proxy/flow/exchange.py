@@ -32,6 +32,7 @@ class Exchange:
     upstream_s: float = 0.0
     observations: list[Observation] = field(default_factory=list)
     finished: bool = False
+    reported: bool = False
     tap: Tap = field(init=False)
     """what the console sees of this request (a bench capture, a kept prompt)."""
 
@@ -41,16 +42,25 @@ class Exchange:
     def overhead_ms(self) -> float:
         return max(0.0, (time.perf_counter() - self.started - self.upstream_s) * 1000)
 
-    def finish(self, status: int, error: str | None = None) -> None:
-        """Account the request once: the first ending reported wins."""
-        if self.finished:
+    def finish(self, status: int, error: str | None = None, *, report: bool = True) -> None:
+        """Settle the request's record once (the first ending wins) and report it, or,
+        with `report=False`, leave that to `report()` (after the answer is sent)."""
+        if not self.finished:
+            self.finished = True
+            self.record.status = status
+            self.record.error = error
+            self.record.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
+            self.record.upstream_ms = round(self.upstream_s * 1000, 3)
+            self.record.overhead_ms = round(self.overhead_ms(), 3)
+        if report:
+            self.report()
+
+    def report(self) -> None:
+        """The settled record to telemetry (log line, metrics), the console and learning;
+        once, whoever calls first."""
+        if self.reported or not self.finished:
             return
-        self.finished = True
-        self.record.status = status
-        self.record.error = error
-        self.record.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
-        self.record.upstream_ms = round(self.upstream_s * 1000, 3)
-        self.record.overhead_ms = round(self.overhead_ms(), 3)
+        self.reported = True
         self.svc.telemetry.request_done(self.record, self.observations)
         self.svc.console.finished(self.record, self.observations, self.tap)
         learn(self.svc, self.observations, self.record.upstream)

@@ -175,7 +175,11 @@ class ChatRun:
             self._status, self._error = 500, "internal error in toolshim"
             raise
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, report: bool = True) -> None:
+        """Close the upstream call and settle the request's record, once.
+
+        `report=False` leaves the record's report (log line, metrics, console,
+        learning) to `ex.report()`, for a caller that sends the answer first."""
         if self.summary is not None:
             return
         ex = self.ex
@@ -191,7 +195,7 @@ class ChatRun:
             _account(ex, self.summary, self.turn.pipeline)
             if ex.record.stream:
                 ex.svc.telemetry.stream_closed()
-            ex.finish(status, error)
+            ex.finish(status, error, report=report)
 
 
 def _account(ex: Exchange, summary: RunSummary, pipeline: ResponsePipeline) -> None:

@@ -210,3 +210,41 @@ async def test_capability_reloads_and_errors_are_counted(
     assert value(broken, loads) == value(before, loads)
     assert value(fixed, loads) == value(before, loads) + 1
     assert value(fixed, errors) == 1 and value(fixed, "toolshim_capabilities_error") == 0
+
+
+class _Recording(Telemetry):
+    def __init__(self, events: list[str]) -> None:
+        super().__init__(quiet().log)
+        self.events = events
+
+    def request_done(self, record: RequestRecord, observations: Any = ()) -> None:
+        self.events.append(f"reported {record.status}")
+        super().request_done(record, observations)
+
+
+async def test_a_whole_answer_is_sent_before_its_request_is_reported(
+        fake: FakeOllama, make_settings: Callable[..., Settings]) -> None:
+    # The log line, metrics and console entry of a non-streaming answer wait for the
+    # answer to be written: the client does not wait for them. Failures report once.
+    fake.reply("qwen3:8b", Reply(content=["plain ", "answer"]))
+    events: list[str] = []
+    app = create_app(make_settings(probe=False), _Recording(events))
+
+    async def watched(scope: Any, receive: Any, send: Any) -> None:
+        async def noted(message: Any) -> None:
+            events.append(message["type"])
+            await send(message)
+        await app(scope, receive, noted)
+
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=watched)
+        async with httpx.AsyncClient(transport=transport, base_url="http://toolshim") as http:
+            answer = await http.post("/v1/chat/completions", json={
+                "model": "qwen3:8b", "messages": MSG, "tools": WEATHER})
+            answered = list(events)
+            events.clear()
+            missing = await http.post("/v1/chat/completions", json={
+                "model": "nosuch", "messages": MSG})
+    assert answer.status_code == 200 and missing.status_code == 404
+    assert answered == ["http.response.start", "http.response.body", "reported 200"]
+    assert events.count("reported 404") == 1 and len(events) == 3
