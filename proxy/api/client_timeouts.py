@@ -53,21 +53,26 @@ class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
-        self._arm()
+        self._arm(self.cycle)
 
     def data_received(self, data: bytes) -> None:
-        if self._header_timer is None and (self.cycle is None or self.cycle.response_complete):
-            self._arm()
+        before = self.cycle
+        starts = before is None or before.response_complete  # this data begins a request
         super().data_received(data)
-        if self._header_timer is not None and self.cycle is not self._armed_for:
-            self._disarm()  # a new request's headers are complete
+        if self._header_timer is not None:
+            if self.cycle is not self._armed_for:
+                self._disarm()  # a new request's headers are complete
+        elif starts and self.cycle is before and not self.transport.is_closing():
+            # Its headers are not all here: the deadline runs from this first piece. (A
+            # request whose headers came whole, as most do, never needed a timer.)
+            self._arm(before)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
 
-    def _arm(self) -> None:
-        self._armed_for = self.cycle
+    def _arm(self, cycle: Any) -> None:
+        self._armed_for = cycle
         self._header_timer = self.loop.call_later(self.header_timeout or 60.0, self._too_slow)
 
     def _disarm(self) -> None:
