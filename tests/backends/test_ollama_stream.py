@@ -104,6 +104,18 @@ def test_garbage_line_is_a_502() -> None:
     assert caught.value.status == 502
 
 
+def test_a_read_of_many_lines_with_a_bad_one_is_a_502_and_blank_lines_are_skipped() -> None:
+    # Many lines at once are decoded as one array; a bad line (even one that would
+    # join with its neighbour, or hold two values) is still found and refused.
+    ok = _line({"role": "assistant", "content": "a"})
+    for bad in (b"<html>", b'{"message": {"content": "cut', b"1,2", b'{"a": 1}, {"b": 2}'):
+        with pytest.raises(ApiError) as caught:
+            _stream().feed(ok + bad + b"\n" + ok)
+        assert caught.value.status == 502
+    blank = _stream().feed(ok + b"\n  \n" + ok)
+    assert blank == _stream().feed(ok + ok) and blank.count(b"data: ") == 2
+
+
 def test_unterminated_stream_has_no_finish() -> None:
     stream = _stream()
     out = stream.feed(_line({"role": "assistant", "content": "cut"}))
