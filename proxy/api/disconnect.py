@@ -58,17 +58,22 @@ class _Watch:
         self.timer = self.loop.call_later(WATCH_AFTER, self._start)
 
     def _start(self) -> None:
-        self.task = self.loop.create_task(self._listen())
+        # The task gets what it needs, not this object: a task -> self -> task cycle
+        # would keep the request's state (uvicorn's cycle, headers, body) alive after
+        # the stream until a full collection (+10 MB at 200 open streams).
+        self.task = self.loop.create_task(_listen(self.receive, self.scope))
 
     def stop(self) -> None:
-        self.timer.cancel()
+        self.timer.cancel()  # also drops its callback, and with it this object
         if self.task is not None:
             self.task.cancel()
+            self.task = None
 
-    async def _listen(self) -> None:
-        try:
-            while (await self.receive())["type"] != "http.disconnect":
-                pass
-        except Exception:  # noqa: BLE001 - a receive that fails says nothing about the client
-            return
-        self.scope.cancel()
+
+async def _listen(receive: Receive, scope: anyio.CancelScope) -> None:
+    try:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+    except Exception:  # noqa: BLE001 - a receive that fails says nothing about the client
+        return
+    scope.cancel()
