@@ -10,6 +10,7 @@ is only made once the work has run for `WATCH_AFTER`: most answers through a
 local proxy are done sooner, and for them the task (its creation, first step
 and cancellation) was 2% of W1's instructions. A client that leaves early is
 still noticed, at most `WATCH_AFTER` late: nothing costly has happened by then.
+A stream's body is watched from its start (`watch_after=0`): it lasts.
 Must not: read the request body (it has been read) or answer the client.
 """
 
@@ -30,15 +31,17 @@ WATCH_AFTER = 0.05
 """Seconds of work before a watcher task starts listening for the client leaving."""
 
 
-async def unless_client_leaves(receive: Receive, work: Coroutine[Any, Any, T]) -> T | None:
+async def unless_client_leaves(receive: Receive, work: Coroutine[Any, Any, T], *,
+                               watch_after: float = WATCH_AFTER) -> T | None:
     """`work`'s result; None if the client disconnected first (work is cancelled).
 
     The cancel goes through an anyio cancel scope, so shielded clean-up inside
     `work` (closing the upstream call) still runs to the end. `work`'s own
-    exceptions propagate as they are.
+    exceptions propagate as they are. `watch_after=0`: the watcher starts at once
+    (a stream's body, which lasts: a timer first would only add to it).
     """
     with cancel_scope() as scope:
-        watch = _Watch(receive, scope)
+        watch = _Watch(receive, scope, watch_after)
         try:
             return await work
         finally:
@@ -47,15 +50,19 @@ async def unless_client_leaves(receive: Receive, work: Coroutine[Any, Any, T]) -
 
 
 class _Watch:
-    """A timer that becomes a task listening on `receive` once `WATCH_AFTER` is up."""
+    """A task listening on `receive`, started at once or by a timer once `after` is up."""
 
     __slots__ = ("loop", "receive", "scope", "task", "timer")
 
-    def __init__(self, receive: Receive, scope: anyio.CancelScope) -> None:
+    def __init__(self, receive: Receive, scope: anyio.CancelScope, after: float) -> None:
         self.receive, self.scope = receive, scope
         self.loop = asyncio.get_running_loop()
         self.task: asyncio.Task[None] | None = None
-        self.timer = self.loop.call_later(WATCH_AFTER, self._start)
+        self.timer: asyncio.TimerHandle | None = None
+        if after > 0:
+            self.timer = self.loop.call_later(after, self._start)
+        else:
+            self._start()
 
     def _start(self) -> None:
         # The task gets what it needs, not this object: a task -> self -> task cycle
@@ -64,7 +71,8 @@ class _Watch:
         self.task = self.loop.create_task(_listen(self.receive, self.scope))
 
     def stop(self) -> None:
-        self.timer.cancel()  # also drops its callback, and with it this object
+        if self.timer is not None:
+            self.timer.cancel()  # also drops its callback, and with it this object
         if self.task is not None:
             self.task.cancel()
             self.task = None

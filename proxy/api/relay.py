@@ -61,7 +61,8 @@ class SseResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await unless_client_leaves(receive, self._write(send))
+            # The body lasts as long as the model writes: watched from the start.
+            await unless_client_leaves(receive, self._write(send), watch_after=0)
         finally:
             await self.on_close()
 

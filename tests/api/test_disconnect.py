@@ -116,3 +116,15 @@ async def test_a_finished_watch_keeps_nothing_of_the_request_alive() -> None:
         assert alive() is None
     finally:
         gc.enable()
+
+
+async def test_a_stream_s_watch_from_the_start_notices_a_client_gone_at_once() -> None:
+    loop = asyncio.get_running_loop()
+
+    async def work() -> str:
+        await asyncio.sleep(10)
+        return "too late"
+
+    started = loop.time()
+    assert await unless_client_leaves(receiver(_set_event()), work(), watch_after=0) is None
+    assert loop.time() - started < WATCH_AFTER
