@@ -73,8 +73,7 @@ class StreamRecovery:
         The same search `feed` runs (`_next_start`), without its effects: nothing
         held or pending, and no block, marker, fence or partial of one in text.
         """
-        if self._buf or self._holding or self._in_think or self._fence is not None \
-                or self._undecided:
+        if not self.holds_nothing():
             return False
         if self._quiet.search(text) is None and not (
                 self._at_start and not self._line and _may_lead(text)):
@@ -98,8 +97,7 @@ class StreamRecovery:
         taking one changes neither; so the count runs up to the text holding the
         first needed character of `joined`, or the first that ends in a marker's
         beginning. Otherwise (something held, the answer's start): 0, ask alone."""
-        if self._buf or self._holding or self._in_think or self._fence is not None \
-                or self._undecided or self._at_start:
+        if not self.holds_nothing() or self._at_start:
             return 0
         found = self._quiet.search(joined)
         partial = self._marker_set.partial_suffix
@@ -118,8 +116,10 @@ class StreamRecovery:
         self._text(text)
 
     def holds_nothing(self) -> bool:
-        """Whether `flush()` would return nothing and change nothing. Pure."""
-        return not (self._undecided or self._in_think or self._fence is not None or self._buf)
+        """Nothing held or pending, not inside reasoning or a fence: `flush()` would
+        return nothing and change nothing. Pure."""
+        return not (self._buf or self._holding or self._in_think or self._fence is not None
+                    or self._undecided)
 
     def flush(self) -> list[Item]:
         out: list[Item] = []

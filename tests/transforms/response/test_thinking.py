@@ -153,7 +153,6 @@ def test_a_stream_learned_to_start_inside_reasoning_moves_it() -> None:
     assert stage.observations == [], "already known: nothing new to learn"
 
 
-
 @pytest.mark.parametrize("policy", ["move", "strip"])
 def test_a_run_counts_up_to_the_first_text_that_may_hold_a_tag(policy: ReasoningPolicy) -> None:
     stage = ThinkingSplit(policy)
