@@ -173,7 +173,7 @@ class Stage(Protocol):
     def plain_end_ok(self, finish_reason: str) -> bool:
         """Would `feed` pass the chunk that ends the answer (choice 0 alone, an empty
         delta, this finish reason, no usage) on unchanged, and `flush` after it add
-        nothing? Pure. Asked after the plain chunks before it were taken."""
+        nothing? Pure; asked whatever was fed or taken before."""
         ...
 
     def take_plain_end(self) -> None:

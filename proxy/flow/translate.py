@@ -106,6 +106,12 @@ class _Ending:
         self.finished = True
         return list(self.pipeline.flush())
 
+    def _passes_end(self, chunk: Chunk) -> bool:
+        """A chunk that only ends the answer (`bare_finish`) which every stage vouches
+        would pass unchanged (`passes_plain_end`): noted by them, to be relayed as it is."""
+        reason = bare_finish(chunk)
+        return reason is not None and self.pipeline.passes_plain_end(reason)
+
 
 class SseTranslator(_Ending):
     """An upstream SSE chat stream -> chunks.
@@ -307,19 +313,23 @@ class SseTranslator(_Ending):
             chunk = orjson.loads(data)
         except orjson.JSONDecodeError:
             chunk = None
+        relayable = False
         if isinstance(chunk, dict):
             if self.usage is not None and not counted:
                 self.usage.observe_chunk(chunk, data)
             # Relayed as it came if the stages let it: so one `data:` line, and no error.
-            if self.plain and "error" not in chunk and data.find(b"\n") < 0:
-                text = plain_content(chunk)
-                if text is not None:
-                    if run is not None:
-                        run.append((data, chunk, text))
-                        return []
-                    if self.pipeline.passes_plain(chunk, text):
-                        return [data]
+            relayable = self.plain and "error" not in chunk and data.find(b"\n") < 0
+            text = plain_content(chunk) if relayable else None
+            if text is not None:
+                if run is not None:
+                    run.append((data, chunk, text))
+                    return []
+                if self.pipeline.passes_plain(chunk, text):
+                    return [data]
         out = self._judged(run) if run else []
+        if relayable and self._passes_end(chunk):
+            self.saw_finish = True
+            return [*out, data]
         return out + self._staged(chunk)
 
     def _judged(self, run: list[_Plain]) -> list[ChunkOut]:
@@ -395,21 +405,19 @@ class CompletionTranslator(_Ending):
                 completion, walk=may_nest_deeper(raw, 200)):
             return self.fail(invalid("upstream sent an answer that is not a chat completion"))
         out: list[ChunkOut] = []
-        quiet = self.plain  # every chunk so far passed plain
         for chunk in completion_to_chunks(completion):
-            text = plain_content(chunk, role_ok=True) if quiet else None
-            if text is not None and self.pipeline.passes_plain(chunk, text):
-                out.append(chunk)
-                continue
-            # A plain answer's end (the next chunk) passes as it is too, unless a stage
-            # holds something or would change the finish reason.
-            reason = bare_finish(chunk) if quiet and out else None
-            if reason is not None and self.pipeline.passes_plain_end(reason):
+            if self.plain and self._passes(chunk):
                 out.append(chunk)
             else:
                 out.extend(self.pipeline.feed(chunk))
-            quiet = False
         return out + self._close()
+
+    def _passes(self, chunk: Chunk) -> bool:
+        """Plain content, or the answer's end, that no stage would change (noted by them)."""
+        text = plain_content(chunk, role_ok=True)
+        if text is not None:
+            return self.pipeline.passes_plain(chunk, text)
+        return self._passes_end(chunk)
 
 
 # Byte tests here use find(), not `in`: CPython 3.11 first tries a bytes needle as an
@@ -478,12 +486,8 @@ def plain_content(chunk: dict[str, Any], role_ok: bool = False) -> str | None:
     as completion_to_chunks makes it). Checks every type it relies on: a chunk it
     accepts needs no `chunk_problem`.
     """
-    choices = chunk.get("choices")
-    if type(choices) is not list or len(choices) != 1 or chunk.get("usage") is not None:
-        return None
-    choice = choices[0]
-    if type(choice) is not dict or choice.get("index", 0) != 0 \
-            or choice.get("finish_reason") is not None:
+    choice = _sole_choice(chunk)
+    if choice is None or choice.get("finish_reason") is not None:
         return None
     delta = choice.get("delta")
     if type(delta) is not dict or len(delta) != 1 + (role_ok and "role" in delta):
@@ -497,14 +501,20 @@ def plain_content(chunk: dict[str, Any], role_ok: bool = False) -> str | None:
 def bare_finish(chunk: dict[str, Any]) -> str | None:
     """The finish reason of a chunk that only ends choice 0 (its delta empty, no usage,
     no other choice; other fields of the choice may ride along), or None."""
+    choice = _sole_choice(chunk)
+    if choice is None or choice.get("delta") != {}:
+        return None
+    reason = choice.get("finish_reason")
+    return reason if type(reason) is str else None
+
+
+def _sole_choice(chunk: dict[str, Any]) -> dict[str, Any] | None:
+    """Choice 0 of a chunk that has no other choice and no usage, or None."""
     choices = chunk.get("choices")
     if type(choices) is not list or len(choices) != 1 or chunk.get("usage") is not None:
         return None
     choice = choices[0]
-    if type(choice) is not dict or choice.get("index", 0) != 0 or choice.get("delta") != {}:
-        return None
-    reason = choice.get("finish_reason")
-    return reason if type(reason) is str else None
+    return choice if type(choice) is dict and choice.get("index", 0) == 0 else None
 
 
 def chunk_problem(chunk: dict[str, Any]) -> str | None:

@@ -149,10 +149,13 @@ def test_plain_prose_goes_out_as_the_upstreams_bytes() -> None:
     translator = _translator(True, "move", None, Plan())
     out = translator.feed(body) + translator.end()
     relayed = [c for c in out if isinstance(c, bytes)]
-    # No word can start a call (no role on these deltas): each is relayed as sent.
-    assert [orjson.loads(c)["choices"][0]["delta"]["content"] for c in relayed] == words
-    assert all(b'"choices": [' in c for c in relayed)
-    assert orjson.loads(orjson.dumps(out[-1]))["choices"][0]["finish_reason"] == "stop"
+    # No word can start a call (no role on these deltas): each is relayed as sent, and
+    # so is the end, with nothing held and no call to count (`passes_plain_end`).
+    assert relayed == out
+    assert [orjson.loads(c)["choices"][0]["delta"]["content"] for c in relayed[:-1]] == words
+    assert all(b'"choices": [' in c for c in relayed[:-1])
+    assert orjson.loads(relayed[-1])["choices"][0] == {"index": 0, "delta": {},
+                                                       "finish_reason": "stop"}
 
 
 def test_a_call_after_relayed_prose_is_still_recovered() -> None:
@@ -280,3 +283,15 @@ def test_a_plain_whole_answer_skips_the_stages_rebuilding() -> None:
         chunks = [orjson.loads(c) if isinstance(c, bytes) else c for c in out]
         got = [ch["delta"] for c in chunks for ch in c["choices"] if ch["delta"]]
         assert got == deltas
+
+
+@pytest.mark.parametrize("plain", [True, False])
+def test_a_stream_closed_after_its_finish_without_done_is_whole(plain: bool) -> None:
+    # The finish counts whether the stages vouched for it (relayed as sent) or fed it:
+    # a backend that closes without `[DONE]` after it ended its answer.
+    body = _stream(["Sunny", " today."], "stop").removesuffix(b"data: [DONE]\n\n")
+    translator = _translator(plain, "move", None, Plan())
+    out = translator.feed(body) + translator.end()
+    assert translator.failure is None
+    finishes = [orjson.loads(c) if isinstance(c, bytes) else c for c in out][-1]
+    assert finishes["choices"][0]["finish_reason"] == "stop"

@@ -78,9 +78,9 @@ class ResponsePipeline:
         return count
 
     def passes_plain_end(self, finish_reason: str) -> bool:
-        """After plain chunks only: the chunk ending the answer (choice 0 alone, an empty
-        delta, this finish reason) no stage would change, with nothing to flush after
-        it: noted by all of them (they are done), True; False: no state touched."""
+        """The chunk ending the answer (choice 0 alone, an empty delta, this finish
+        reason) no stage would change, with nothing to flush after it: noted by all of
+        them (they are done), True; False: no state touched."""
         stages = self.stages
         for stage in stages:
             if not stage.plain_end_ok(finish_reason):
