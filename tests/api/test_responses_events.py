@@ -13,7 +13,6 @@ from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.responses import ResponseStreamEvent
 
 from proxy.api.responses_events import ResponseBuilder
-from proxy.flow.translate import plain_content
 from proxy.types import Chunk
 
 ECHO: dict[str, Any] = {"model": "m", "tools": [], "tool_choice": "auto",
@@ -196,30 +195,37 @@ def test_feed_all_is_feed_chunk_by_chunk(parts: list[tuple[dict[str, Any], str |
 
     one, batch = ResponseBuilder(ECHO, response_id="resp_1", id_factory=ids()), \
         ResponseBuilder(ECHO, response_id="resp_1", id_factory=ids())
-    # What feed_all must equal: feed, chunk by chunk, over the batch with each run of
-    # plain text chunks (`plain_content`) replaced by one chunk of their joined text.
-    merged: list[Chunk] = []
-    run: list[str] = []
-    for chunk in [*chunks, None]:
-        text = plain_content(chunk) if chunk is not None else None
-        if text:
-            run.append(text)
-            continue
-        if run:
-            merged.append(_chunk({"content": "".join(run)}))
-            run = []
-        if chunk is not None:
-            merged.append(chunk)
-    by_one = [e for c in merged for e in one.feed(c)]
-    assert batch.feed_all(chunks) == by_one
+    # What a client sees must not change: feed_all's events are feed's, chunk by chunk,
+    # up to how a message's text is cut into delta events (clients concatenate them).
+    # Sequence numbers differ with the count and are checked to run on without a gap.
+    by_one = [e for c in chunks for e in one.feed(c)]
+    batched = batch.feed_all(chunks)
+    assert _text_joined(batched) == _text_joined(by_one)
+    closing = batch.finish()
+    numbers = [e["sequence_number"] for e in [*batched, *closing]]
+    assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+    assert _text_joined(_untimed(closing)) == _text_joined(_untimed(one.finish()))
 
-    def untimed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        # the closing snapshot carries the clock's second: not what is compared here
-        return [{**e, "response": {k: v for k, v in e["response"].items()
-                                   if k not in ("created_at", "completed_at")}}
-                if "response" in e else e for e in events]
 
-    assert untimed(batch.finish()) == untimed(one.finish())
+def _text_joined(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events without sequence numbers, neighbouring text deltas of one item made one."""
+    out: list[dict[str, Any]] = []
+    for event in events:
+        event = {k: v for k, v in event.items() if k != "sequence_number"}
+        last = out[-1] if out else {}
+        if event["type"] == last.get("type") == "response.output_text.delta" \
+                and event["item_id"] == last["item_id"]:
+            out[-1] = {**last, "delta": last["delta"] + event["delta"]}
+        else:
+            out.append(event)
+    return out
+
+
+def _untimed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # the closing snapshot carries the clock's second: not what is compared here
+    return [{**e, "response": {k: v for k, v in e["response"].items()
+                               if k not in ("created_at", "completed_at")}}
+            if "response" in e else e for e in events]
 
 
 def test_a_read_of_text_chunks_is_one_delta() -> None:
