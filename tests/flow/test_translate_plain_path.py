@@ -287,8 +287,8 @@ def test_a_plain_whole_answer_skips_the_stages_rebuilding() -> None:
 
 @pytest.mark.parametrize("plain", [True, False])
 def test_a_stream_closed_after_its_finish_without_done_is_whole(plain: bool) -> None:
-    # The finish counts whether the stages vouched for it (relayed as sent) or fed it:
-    # a backend that closes without `[DONE]` after it ended its answer.
+    # The finish counts whether the stages vouched for it (relayed as sent) or fed it.
+    # Every backend sends `[DONE]`; this is a connection that ends between the two.
     body = _stream(["Sunny", " today."], "stop").removesuffix(b"data: [DONE]\n\n")
     translator = _translator(plain, "move", None, Plan())
     out = translator.feed(body) + translator.end()
