@@ -162,10 +162,11 @@ class SseTranslator(_Ending):
                 whole = self._whole_read(data)
                 if whole is not None:
                     return whole
-            elif self.plain and not self._sniffing:
-                one = self._one_plain_event(data)
-                if one is not None:
-                    return one
+            elif self.plain and not self._sniffing and one_line_event(data):
+                # What a slow stream reads: one whole event of one `data:` line. Straight
+                # to decoding, past the SSE decoder and the run bookkeeping.
+                self._unframed = 0
+                return self._decoded(data[6:-2])
         events = self._decoder.feed(data)
         # What follows the last line break is the start of the next event.
         self._unframed = (len(data) - data.rfind(b"\n") - 1) if events \
@@ -220,27 +221,6 @@ class SseTranslator(_Ending):
         if done and not self.finished:
             out.extend(self._take([SseEvent(DONE)]))
         return out
-
-    def _one_plain_event(self, data: bytes) -> list[ChunkOut] | None:
-        """The decoding path's lane for what a slow stream reads: one whole event, one
-        `data: {...}` line, of content only, that the stages pass (`passes_plain`).
-        What `_take` would do with it (decode, judge, relay its bytes), without the
-        SSE decoder and the run bookkeeping; None (nothing touched): the general path.
-        """
-        if not one_line_event(data):  # its tool calls and errors are the decoding's to see
-            return None
-        raw = data[6:-2]
-        try:
-            chunk = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return None
-        text = plain_content(chunk) if type(chunk) is dict and "error" not in chunk else None
-        if text is None or not self.pipeline.passes_plain(chunk, text):
-            return None
-        if self.usage is not None:
-            self.usage.observe_chunk(chunk, raw)
-        self._unframed = 0
-        return [raw]
 
     def _take(self, events: list[SseEvent]) -> list[ChunkOut]:
         out: list[ChunkOut] = []
