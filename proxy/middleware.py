@@ -151,7 +151,7 @@ class Edge:
             elif message["type"] == "http.response.body":
                 body = message.get("body", b"")
                 if body:
-                    progress.at_boundary = body.endswith((b"\n\n", b"\r\n\r\n"))
+                    progress.last = body  # a reference: the cut asks it (`at_boundary`)
                 progress.complete = not message.get("more_body", False)
             await send(message)
 
@@ -249,13 +249,19 @@ def bearer_allowed(header: str, keys: Sequence[bytes]) -> bool:
 class _Progress:
     """How far the response got: what a cut may still add to it."""
 
-    __slots__ = ("at_boundary", "complete", "sse", "started")
+    __slots__ = ("complete", "last", "sse", "started")
 
     def __init__(self) -> None:
         self.started = False
         self.complete = False
         self.sse = False
-        self.at_boundary = True
+        self.last = b""
+        """the last body bytes sent: a stream's last piece, only looked at by a cut."""
+
+    @property
+    def at_boundary(self) -> bool:
+        """Whether the body sent so far ends between SSE events."""
+        return not self.last or self.last.endswith((b"\n\n", b"\r\n\r\n"))
 
 
 _SHUTDOWN = "toolshim is shutting down; the request was cut at the end of the grace period"

@@ -211,6 +211,24 @@ async def test_drain_cuts_a_stream_cleanly_past_the_grace() -> None:
     assert len(frames) < 100
 
 
+async def test_a_stream_cut_inside_an_event_gets_no_frame_glued_to_it() -> None:
+    # Our error event after half an event would turn both into garbage: the stream
+    # just ends there. An event ended with CRLF framing counts as a boundary.
+    async def halfway(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        for piece in pieces:
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+        await asyncio.sleep(60)
+
+    for pieces, glued in (([b"data: 1\n\n", b'data: {"a":'], False),
+                          ([b"data: 1\r\n\r\n"], True), ([b""], True)):
+        _, body = await drive(Edge(halfway, drain=Drain(grace=0.05)), after=0.02)
+        assert body.startswith(b"".join(pieces))
+        assert body.endswith(b"data: [DONE]\n\n") is glued, (pieces, body)
+        assert (b"shutting_down" in body) is glued
+
+
 async def test_a_request_cut_before_its_answer_is_a_503_envelope() -> None:
     async def never_answers(scope: Scope, receive: Receive, send: Send) -> None:
         await asyncio.sleep(60)
