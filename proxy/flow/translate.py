@@ -166,7 +166,7 @@ class SseTranslator(_Ending):
                 # What a slow stream reads: one whole event of one `data:` line. Straight
                 # to decoding, past the SSE decoder and the run bookkeeping.
                 self._unframed = 0
-                return self._decoded(data[6:-2])
+                return self._decoded(data[6:-2], one_line=True)
         events = self._decoder.feed(data)
         # What follows the last line break is the start of the next event.
         self._unframed = (len(data) - data.rfind(b"\n") - 1) if events \
@@ -282,12 +282,13 @@ class SseTranslator(_Ending):
         return out + (self._close() if is_done else self._decoded(data, counted=True))
 
     def _decoded(self, data: bytes, counted: bool = False,
-                 run: list[_Plain] | None = None) -> list[ChunkOut]:
+                 run: list[_Plain] | None = None, one_line: bool = False) -> list[ChunkOut]:
         """An event through JSON decoding and the stages; from here on, every event.
 
         `counted`: the usage counter already saw it (it was held while sniffing).
         `run`: a content-only chunk joins it instead of being judged on its own;
-        any other event first has the run judged (its chunks came before)."""
+        any other event first has the run judged (its chunks came before).
+        `one_line`: the caller saw that `data` is one line (`one_line_event`)."""
         self.decode = True
         try:
             chunk = orjson.loads(data)
@@ -298,7 +299,8 @@ class SseTranslator(_Ending):
             if self.usage is not None and not counted:
                 self.usage.observe_chunk(chunk, data)
             # Relayed as it came if the stages let it: so one `data:` line, and no error.
-            relayable = self.plain and "error" not in chunk and data.find(b"\n") < 0
+            relayable = self.plain and "error" not in chunk \
+                and (one_line or data.find(b"\n") < 0)
             text = plain_content(chunk) if relayable else None
             if text is not None:
                 if run is not None:
