@@ -159,6 +159,8 @@ class SseTranslator(_Ending):
             return []
         if self._decoder.idle:
             if not self.decode:
+                if not self._sniffing and one_line_event(data):
+                    return self._one_read(data)  # what a slow stream reads
                 whole = self._whole_read(data)
                 if whole is not None:
                     return whole
@@ -221,6 +223,19 @@ class SseTranslator(_Ending):
         if done and not self.finished:
             out.extend(self._take([SseEvent(DONE)]))
         return out
+
+    def _one_read(self, data: bytes) -> list[ChunkOut]:
+        """`_whole_read` for a read that is one whole one-line event (`one_line_event`):
+        as it came if `_relay_as_is` passes it, else through `_take`. Fewer scans than
+        the many-event case needs: a slow stream does this for every event."""
+        self._unframed = 0
+        # The framing around the JSON holds neither key: the read is searched as it is.
+        if data.find(b'"tool_calls"') >= 0 or data.find(b'"error"') >= 0:
+            return self._take([SseEvent(data[6:-2])])
+        if self.usage is not None:
+            self.usage.observe(data[6:-2])
+        self.saw_finish = self.saw_finish or _says_finish(data)
+        return [SseFrames(data)]
 
     def _take(self, events: list[SseEvent]) -> list[ChunkOut]:
         out: list[ChunkOut] = []

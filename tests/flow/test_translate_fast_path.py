@@ -142,3 +142,49 @@ def test_a_chunk_split_over_two_data_lines_is_re_encoded_not_relayed() -> None:
         frames = written.split(b"\n\n")[:-1]
         assert all(b"\n" not in f for f in frames)
         assert orjson.loads(frames[0].removeprefix(b"data: ")) == chunk
+
+
+def _events(chunks: list[dict[str, Any]], done: bool = True) -> list[bytes]:
+    """One read per event, as a slow stream's reads come."""
+    return [b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks] \
+        + ([b"data: [DONE]\n\n"] if done else [])
+
+
+def _outcome(decode: bool, reads: list[bytes]) -> tuple[bytes, str | None]:
+    translator = _translator(decode, "pass")
+    out: list[ChunkOut] = []
+    for data in reads:
+        out += translator.feed(data)
+    out += translator.end()
+    failure = translator.failure.message if translator.failure is not None else None
+    return b"".join(frame(c) for c in out), failure
+
+
+def test_a_read_of_one_event_with_a_call_or_an_error_goes_through_the_stages() -> None:
+    # No tools offered: a call the model made up is the stages' to judge, and an
+    # error event ends the stream, whether the events come one per read or together.
+    call = {"index": 0, "id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{}"}}
+    chunks = _chunks(["Hi"], "tool_calls", False)
+    chunks.insert(1, {**BASE, "choices": [
+        {"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]})
+    error = {"error": {"message": "model crashed", "type": "server_error"}}
+    for stream in (chunks, [chunks[0], error]):
+        reads = _events(stream)
+        fast = _outcome(False, reads)
+        assert fast == _outcome(True, reads) == _outcome(False, [b"".join(reads)])
+        frames = [orjson.loads(f.removeprefix(b"data: ")) for f in fast[0].split(b"\n\n")[:-1]]
+        # Dropped (no such tool was offered): no chunk carries a call.
+        assert not any(c.get("delta", {}).get("tool_calls")
+                       for f in frames for c in f.get("choices", []))
+        assert fast[1] == (None if stream is chunks else "model crashed")
+
+
+def test_a_stream_of_one_event_reads_that_closes_without_done_ends_by_its_finish() -> None:
+    # Closed after the finish: a whole answer. Closed before it: an incomplete one.
+    whole = _chunks(["Hi", " there"], "stop", False)
+    for stream, failure in ((whole, None),
+                            (whole[:-1], "upstream closed the stream before it finished")):
+        reads = _events(stream, done=False)
+        assert _outcome(False, reads) == _outcome(True, reads)
+        assert _outcome(False, reads)[1] == failure
