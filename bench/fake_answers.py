@@ -14,7 +14,10 @@ import orjson
 CREATED = 1755000000
 CHUNK_ID = "chatcmpl-527"
 SMALL_PARTS = ("Hello!", " How can I help you today?")
-BENCH_MODELS = ("bench-small", "bench-chunks-64", "bench-slow-64", "bench-native-64")
+BENCH_MODELS = ("bench-small", "bench-chunks-64", "bench-slow-64", "bench-native-64",
+                "bench-slow-16")
+"""the listed models (the proxy answers 404 for others); bench-slow-16 is the short
+stream that per-event instruction counts subtract (bench/README.md)."""
 _GIN_JSON = b"application/json; charset=utf-8"
 _MODEL_RE = re.compile(r"^bench-(small|chunks-(\d{1,4})|slow-(\d{1,4})|native-(\d{1,4}))$")
 NDJSON = b"application/x-ndjson"

@@ -8,9 +8,11 @@
 #   bench/instructions.sh 1000 bench-small --tools -c 8          # W1
 #   bench/instructions.sh 300 bench-chunks-64 --stream -c 8      # W2
 #   SRC=/path/to/other/checkout bench/instructions.sh ...        # the same for another tree
+#   FLOOR=1 bench/instructions.sh ...   # the floor forwarder instead of toolshim
+#   WARM=20 bench/instructions.sh ...   # warm-up requests before counting (default 300)
 #
 # Needs valgrind (apt-get install valgrind). The proxy runs under callgrind with
-# counting off; 300 requests warm it up, then N are counted.
+# counting off; WARM requests (300) warm it up, then N are counted.
 set -euo pipefail
 N=$1; shift; MODEL=$1; shift
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -23,16 +25,20 @@ printf 'version: 1\nmodels:\n  "bench-*":\n    tools: native\n  "bench-native-*"
 cd "$SRC"
 "$PY" "$HERE/fake_upstream.py" --port "$FAKE_PORT" >"$TMP/fake.log" 2>&1 &
 FAKE=$!
+if [ -n "${FLOOR:-}" ]; then  # the floor forwarder (bench/README.md), for its own count
+  SERVE=("$HERE/_floor_forwarder.py" --port "$PROXY_PORT")
+else
+  SERVE=(-m proxy --host 127.0.0.1 --port "$PROXY_PORT" --capabilities "$TMP/caps.yaml")
+fi
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$TMP/cg.%p" \
-  "$PY" -m proxy --host 127.0.0.1 --port "$PROXY_PORT" --upstream "http://127.0.0.1:$FAKE_PORT" \
-  --capabilities "$TMP/caps.yaml" >"$TMP/proxy.log" 2>&1 &
+  "$PY" "${SERVE[@]}" --upstream "http://127.0.0.1:$FAKE_PORT" >"$TMP/proxy.log" 2>&1 &
 PROXY=$!
 trap 'kill $PROXY $FAKE 2>/dev/null || true; rm -rf "$TMP"' EXIT
 for _ in $(seq 1 120); do
   curl -s -o /dev/null "http://127.0.0.1:$PROXY_PORT/healthz" && break; sleep 1
 done
 URL="http://127.0.0.1:$PROXY_PORT"
-"$PY" "$HERE/load.py" "$URL" --model "$MODEL" -n 300 -d 300 "$@" >/dev/null
+"$PY" "$HERE/load.py" "$URL" --model "$MODEL" -n "${WARM:-300}" -d 300 "$@" >/dev/null
 callgrind_control -i on "$PROXY" >/dev/null 2>&1
 "$PY" "$HERE/load.py" "$URL" --model "$MODEL" -n "$N" -d 600 "$@" | grep -E '"(completed|errors)"'
 callgrind_control -i off "$PROXY" >/dev/null 2>&1
