@@ -346,9 +346,16 @@ def test_log_line_has_num_ctx(start: Callable[..., openai.OpenAI], native: FakeO
         client = start(AUTO)
         client.chat.completions.create(model="qwen3:8b", messages=MSG,
                                        tools=agent_tools(40))  # type: ignore[arg-type]
-    lines = [r.record for r in caplog.records if isinstance(getattr(r, "record", None), dict)
-             and r.record.get("endpoint") == "chat.completions"]
+        # A whole answer is reported once sent: the line may come after the client has it.
+        _wait_for(lambda: bool(_chat_lines(caplog)))
+    lines = _chat_lines(caplog)
     assert lines[-1]["num_ctx"] == 16384 and lines[-1]["context"] == "raise"
+
+
+def _chat_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    return [r.record for r in caplog.records  # type: ignore[attr-defined]
+            if isinstance(getattr(r, "record", None), dict)
+            and r.record.get("endpoint") == "chat.completions"]  # type: ignore[attr-defined]
 
 
 def test_guard_off_sends_as_is_and_null_keeps_v1(start: Callable[..., openai.OpenAI],

@@ -214,9 +214,17 @@ def test_http_tool_retries_sends_the_secret_and_never_logs_it(
     assert _tool_results(fake) == ["7"]
     assert api.keys == [SECRET, SECRET]  # the 503 was retried once
     assert SECRET not in str(dict(raw.headers))
-    lines = [r for r in caplog.records if r.getMessage() == "request"]
+    # A whole answer is reported once sent: the line may come after the client has it.
+    deadline = time.monotonic() + 5
+    while not _request_lines(caplog) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    lines = _request_lines(caplog)
     assert lines and "inventory:ok" in str(lines[-1].record)  # type: ignore[attr-defined]
     assert SECRET not in caplog.text and all(SECRET not in str(vars(r)) for r in caplog.records)
+
+
+def _request_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.getMessage() == "request"]
 
 
 def test_http_tool_allowlist_refusal_and_timeout_are_results(
