@@ -125,8 +125,12 @@ async def json_response(run: ChatRun) -> Response:
                        code="upstream_invalid")
     headers = run.headers()
     headers.update(call_headers(run.ex))
-    body = chunks_to_completion(chunks, _template(chunks[0]))
-    return ReportedAfter(orjson.dumps(body), headers, run.ex.report)
+    # An answer no stage changed goes out as the upstream wrote it: merging its chunks
+    # back and encoding them would only make the same completion again.
+    body = run.verbatim()
+    if body is None:
+        body = orjson.dumps(chunks_to_completion(chunks, _template(chunks[0])))
+    return ReportedAfter(body, headers, run.ex.report)
 
 
 class ReportedAfter(Response):

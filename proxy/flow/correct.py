@@ -78,6 +78,9 @@ class CorrectingTurn(Turn):
         self._observe()
         yield _out(_annotate(_dropped(held, self.chat), corrected=False, tried=self.corrections))
 
+    def verbatim(self) -> None:
+        return None  # what the client gets may be rebuilt from several turns
+
     async def aclose(self) -> None:
         try:
             for turn in self._extra:

@@ -84,6 +84,13 @@ class Turn:
         self.usage = usage
         """the request whose usage the client asked for on a stream, else None."""
         self.own_s = 0.0
+        self._verbatim: bytes | None = None
+
+    def verbatim(self) -> bytes | None:
+        """The upstream's whole answer as it came, when the turn's chunks are exactly it
+        (a whole JSON answer no stage changed), else None: a writer of whole answers
+        may send these bytes instead of merging the chunks back into them."""
+        return self._verbatim
 
     def _translator(self, response: httpx.Response) -> Translator:
         if "event-stream" in response.headers.get("content-type", ""):
@@ -119,6 +126,7 @@ class Turn:
             t0 = time.perf_counter()
             tail = [] if translator.finished else translator.end()
             self.own_s += time.perf_counter() - t0
+            self._verbatim = translator.verbatim
         if tail:
             yield tail
         if translator.failure is not None:
@@ -159,6 +167,11 @@ class ChatRun:
     def headers(self) -> dict[str, str]:
         """The x-request-id / x-toolshim-* headers known before the first byte."""
         return toolshim_headers(self.ex)
+
+    def verbatim(self) -> bytes | None:
+        """After `batches()`: the upstream's whole answer as it came, if the chunks
+        are exactly it (`Turn.verbatim`), else None."""
+        return self.turn.verbatim()
 
     async def batches(self) -> AsyncIterator[list[ChunkOut]]:
         try:

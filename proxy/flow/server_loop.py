@@ -90,6 +90,9 @@ class LoopTurn:
     async def start(self) -> None:
         self.turn = await self.open_turn(self.ex, self.chat, self.profile, self.upstream)
 
+    def verbatim(self) -> None:
+        return None  # the client's answer is built from several turns (`Turn.verbatim`)
+
     async def aclose(self) -> None:
         if self.turn is not None:
             await self.turn.aclose()

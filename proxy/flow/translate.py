@@ -75,6 +75,7 @@ class Translator(Protocol):
 
     finished: bool
     failure: ApiError | None
+    verbatim: bytes | None
 
     def feed(self, data: bytes) -> list[ChunkOut]: ...
 
@@ -94,6 +95,9 @@ class _Ending:
         self.pipeline = pipeline
         self.finished = False
         self.failure: ApiError | None = None
+        self.verbatim: bytes | None = None
+        """the upstream's whole answer as it came, once it ended, when the chunks handed
+        out are exactly it (CompletionTranslator: nothing changed by any stage)."""
 
     def fail(self, error: ApiError) -> list[ChunkOut]:
         """The answer broke: what the stages hold, without a finish, then `failure`."""
@@ -402,12 +406,20 @@ class CompletionTranslator(_Ending):
                 completion, walk=may_nest_deeper(raw, 200)):
             return self.fail(invalid("upstream sent an answer that is not a chat completion"))
         out: list[ChunkOut] = []
+        # The answer can go out as the upstream wrote it if no stage changes or adds a
+        # thing, and it is written as the merge of its chunks would write it.
+        as_it_came = self.plain and _as_merged(completion)
         for chunk in completion_to_chunks(completion):
             if self.plain and self._passes(chunk):
                 out.append(chunk)
             else:
-                out.extend(self.pipeline.feed(chunk))
-        return out + self._close()
+                fed = self.pipeline.feed(chunk)
+                as_it_came = as_it_came and len(fed) == 1 and fed[0] is chunk
+                out.extend(fed)
+        closing = self._close()
+        if as_it_came and not closing:
+            self.verbatim = raw
+        return out + closing
 
     def _passes(self, chunk: Chunk) -> bool:
         """Plain content, or the answer's end, that no stage would change (noted by them)."""
@@ -415,6 +427,21 @@ class CompletionTranslator(_Ending):
         if text is not None:
             return self.pipeline.passes_plain(chunk, text)
         return self._passes_end(chunk)
+
+
+def _as_merged(completion: dict[str, Any]) -> bool:
+    """Whether merging the answer's chunks back (`chunks_to_completion`) would make this
+    same completion: it says what it is, keeps no null usage, and each choice has its
+    index, its finish reason and a message that is exactly the assistant's text."""
+    return completion.get("object") == "chat.completion" \
+        and completion.get("usage", True) is not None \
+        and all("index" in choice and "finish_reason" in choice
+                and _assistant_text(choice.get("message")) for choice in completion["choices"])
+
+
+def _assistant_text(message: Any) -> bool:
+    return type(message) is dict and len(message) == 2 \
+        and message.get("role") == "assistant" and type(message.get("content")) is str
 
 
 # Byte tests here use find(), not `in`: CPython 3.11 first tries a bytes needle as an

@@ -28,6 +28,27 @@ def test_non_streaming_answer_passes_through(client: openai.OpenAI) -> None:
     assert raw.headers["x-request-id"]
 
 
+def test_a_plain_whole_answer_reaches_the_client_as_the_backend_wrote_it(
+        fake: FakeOllama, client: openai.OpenAI) -> None:
+    # Ollama's Go encoder writes "&" as \u0026. With nothing for the stages to change,
+    # the client gets those bytes, not a re-encoding of the same completion; a call
+    # that must be checked makes the answer rebuilt (here dropped: no tool offered).
+    plain = (b'{"id":"chatcmpl-88","object":"chat.completion","created":1755000000,'
+             b'"model":"qwen3:8b","system_fingerprint":"fp_ollama","choices":[{"index":0,'
+             b'"message":{"role":"assistant","content":"Tom \\u0026 Jerry"},'
+             b'"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":5,'
+             b'"total_tokens":17}}\n')
+    called = plain.replace(b'"content":"Tom \\u0026 Jerry"}', b'"content":"Tom \\u0026 Jerry",'
+                           b'"tool_calls":[{"id":"call_1","index":0,"type":"function",'
+                           b'"function":{"name":"nowhere","arguments":"{}"}}]}')
+    for body, as_written in ((plain, True), (called, False)):
+        fake.reply("qwen3:8b", Reply(body=body))
+        raw = client.chat.completions.with_raw_response.create(model="qwen3:8b", messages=MSG)
+        assert raw.parse().choices[0].message.content == "Tom & Jerry"
+        assert (raw.http_response.content == body) is as_written
+        assert raw.parse().choices[0].message.tool_calls is None
+
+
 def test_streaming_answer_and_usage(client: openai.OpenAI) -> None:
     stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True,
                                             stream_options={"include_usage": True})

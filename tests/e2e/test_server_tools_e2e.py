@@ -163,6 +163,9 @@ def test_calculator_answer_goes_back_to_the_model(fake: FakeOllama,
     assert done.choices[0].finish_reason == "stop"
     assert raw.headers["x-toolshim-server-tool-calls"] == "1"
     assert raw.headers["x-toolshim-server-tool-iterations"] == "1"
+    # The answer is built over the turns, not the last turn's body as it came.
+    assert (done.model_extra or {})["x_toolshim"] == {"server_tool_calls": 1,
+                                                      "server_tool_iterations": 1}
     first, second = fake.chat_requests()
     assert "calc" in [t["function"]["name"] for t in first["tools"]]
     assert _tool_results(fake) == ["98"]

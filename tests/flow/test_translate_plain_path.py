@@ -177,9 +177,10 @@ def test_a_call_after_relayed_prose_is_still_recovered() -> None:
 
 def _whole_answer(plain: bool, reasoning: ReasoningPolicy, tool_format: str | None, plan: Plan,
                   text: str, finish: str | None, shape: dict[str, Any] | None = None
-                  ) -> tuple[bytes, Any, list[Any]]:
-    """What a non-streaming client gets (the completion merged from the translator's
-    chunks), with the call counts and observations the request is accounted with."""
+                  ) -> tuple[Any, Any, list[Any]]:
+    """What a non-streaming client gets (the upstream's answer as it came when the
+    translator hands it on `verbatim`, else the completion merged from its chunks),
+    decoded, with the call counts and observations the request is accounted with."""
     shape = shape or {}
     ids = (f"call_gen{i:020d}" for i in itertools.count())
     profile = Profile(model="qwen3:8b", reasoning=reasoning, tool_format=tool_format)
@@ -198,8 +199,9 @@ def _whole_answer(plain: bool, reasoning: ReasoningPolicy, tool_format: str | No
     assert translator.failure is None
     chunks = [orjson.loads(c) if isinstance(c, bytes) else c for c in out]
     template = {k: v for k, v in chunks[0].items() if k != "usage"} | {"choices": []}
-    return (orjson.dumps(chunks_to_completion(chunks, template)), pipeline.call_counts(),
-            pipeline.observations)
+    merged = chunks_to_completion(chunks, template)
+    got = orjson.loads(translator.verbatim) if translator.verbatim is not None else merged
+    return got, pipeline.call_counts(), pipeline.observations
 
 
 SHAPES = st.fixed_dictionaries({}, optional={
@@ -222,8 +224,9 @@ def test_a_whole_answer_is_the_same_on_the_plain_and_the_full_path(
         text: str, reasoning: ReasoningPolicy, tool_format: str | None, plan: Plan,
         finish: str | None, shape: dict[str, Any]) -> None:
     # The plain path passes both the content chunk and the chunk that ends the answer
-    # (`passes_plain_end`) when no stage would change them: the bytes, counts and
-    # observations must be the full path's, whatever the answer holds.
+    # (`passes_plain_end`) when no stage would change them, and then hands the answer
+    # on as it came (`verbatim`): the completion, counts and observations must be the
+    # full path's, whatever the answer holds.
     assert _whole_answer(True, reasoning, tool_format, plan, text, finish, shape) \
         == _whole_answer(False, reasoning, tool_format, plan, text, finish, shape)
 
@@ -295,3 +298,32 @@ def test_a_stream_closed_after_its_finish_without_done_is_whole(plain: bool) -> 
     assert translator.failure is None
     finishes = [orjson.loads(c) if isinstance(c, bytes) else c for c in out][-1]
     assert finishes["choices"][0]["finish_reason"] == "stop"
+
+
+def test_a_plain_whole_answer_is_handed_on_as_it_came_and_a_changed_one_is_not() -> None:
+    # Verbatim only when the merged chunks would be this same completion: its stages
+    # changed nothing, and it is written the way the merge writes it.
+    body = {**BASE, "object": "chat.completion", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Sunny."},
+         "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
+    message = body["choices"][0]["message"]
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "nowhere", "arguments": "{}"}}
+    for changed, as_it_came in (
+            ({}, True),
+            ({"content": '{"name": "get_weather", "arguments": {}}'}, False),  # recovered
+            ({"content": "<think>hm</think>Sunny."}, False),  # reasoning moved
+            ({"tool_calls": [call]}, False),  # an unknown tool, dropped
+            ({"role": None}, False),  # the merge would add the role
+    ):
+        completion = {**body, "choices": [{**body["choices"][0],
+                                           "message": {**message, **changed}}]}
+        translator = CompletionTranslator(build_pipeline(
+            client_tools=_tools(), profile=Profile(model="qwen3:8b"), plan=Plan(),
+            parallel_tool_calls=None, schema_cache=SchemaCache(), id_factory=lambda: "c"))
+        raw = orjson.dumps(completion)
+        translator.feed(raw)
+        translator.end()
+        assert (translator.verbatim == raw) is as_it_came, changed
+        assert as_it_came or translator.verbatim is None
