@@ -163,8 +163,11 @@ class SseTranslator(_Ending):
             return []
         if self._decoder.idle:
             if not self.decode:
-                if not self._sniffing and one_line_event(data):
-                    return self._one_read(data)  # what a slow stream reads
+                if not self._sniffing and one_line_event(data) and _nothing_for_stages(data):
+                    # What a slow stream reads: one plain event, fewer scans than
+                    # `_whole_read` makes to count and check a read of many.
+                    self._unframed = 0
+                    return [self._relayed(data, 1)]
                 whole = self._whole_read(data)
                 if whole is not None:
                     return whole
@@ -220,26 +223,18 @@ class SseTranslator(_Ending):
             if self.decode:  # the sniffing sent the stream through the stages
                 out.extend(self._take([SseEvent(data) for data in event_payloads(body)]))
             else:
-                if self.usage is not None:
-                    self.usage.observe_frames(body, events)
-                self.saw_finish = self.saw_finish or _says_finish(body)
-                out.append(SseFrames(body))
+                out.append(self._relayed(body, events))
         if done and not self.finished:
             out.extend(self._take([SseEvent(DONE)]))
         return out
 
-    def _one_read(self, data: bytes) -> list[ChunkOut]:
-        """`_whole_read` for a read that is one whole one-line event (`one_line_event`):
-        as it came if `_relay_as_is` passes it, else through `_take`. Fewer scans than
-        the many-event case needs: a slow stream does this for every event."""
-        self._unframed = 0
-        # The framing around the JSON holds neither key: the read is searched as it is.
-        if data.find(b'"tool_calls"') >= 0 or data.find(b'"error"') >= 0:
-            return self._take([SseEvent(data[6:-2])])
+    def _relayed(self, body: bytes, events: int) -> SseFrames:
+        """A read of `events` plain events (`_plain_frames`), to go out as it came:
+        counted for usage, its finish noted."""
         if self.usage is not None:
-            self.usage.observe(data[6:-2])
-        self.saw_finish = self.saw_finish or _says_finish(data)
-        return [SseFrames(data)]
+            self.usage.observe_frames(body, events)
+        self.saw_finish = self.saw_finish or _says_finish(body)
+        return SseFrames(body)
 
     def _take(self, events: list[SseEvent]) -> list[ChunkOut]:
         out: list[ChunkOut] = []
@@ -454,8 +449,13 @@ def _relay_as_is(data: bytes) -> bool:
     would cost the fast path most of its advantage. A line that opens like an
     object and closes like one is relayed unread.
     """
-    return (data[:2] == b'{"' and data[-1:] == b"}" and data.find(b'"tool_calls"') < 0
-            and data.find(b'"error"') < 0 and data.find(b"\n") < 0)  # one `data:` line out
+    return (data[:2] == b'{"' and data[-1:] == b"}" and _nothing_for_stages(data)
+            and data.find(b"\n") < 0)  # one `data:` line out
+
+
+def _nothing_for_stages(data: bytes) -> bool:
+    """Undecoded chunk bytes (or a read of them) with no tool call and no error in them."""
+    return data.find(b'"tool_calls"') < 0 and data.find(b'"error"') < 0
 
 
 def _says_finish(data: bytes) -> bool:
@@ -467,8 +467,7 @@ def _plain_frames(body: bytes) -> int:
     """How many whole events a read is, if each is one `data: {...}` line (`sse.
     one_line_events`) that `_relay_as_is` would pass: no tool call, no error. Else 0."""
     events = one_line_events(body)
-    plain = events and body.find(b'"tool_calls"') < 0 and body.find(b'"error"') < 0
-    return events if plain else 0
+    return events if events and _nothing_for_stages(body) else 0
 
 
 _Plain = tuple[bytes, Chunk, str]
