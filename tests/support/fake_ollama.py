@@ -49,6 +49,14 @@ def tool_call(name: str, arguments: Any, call_id: str = "call_k3x9a0qz", index: 
             "function": {"name": name, "arguments": args}}
 
 
+def go_json(obj: Any) -> bytes:
+    """JSON as Ollama's Go encoder writes it: compact, with `<`, `>` and `&` escaped
+    (`\\u003c`, `\\u003e`, `\\u0026`: encoding/json's HTML-safe default). Outside strings
+    JSON has none of these, so replacing them in orjson's output is exact."""
+    return (orjson.dumps(obj).replace(b"<", b"\\u003c").replace(b">", b"\\u003e")
+            .replace(b"&", b"\\u0026"))
+
+
 def no_tools_body(model: str, legacy: bool = False) -> bytes:
     """R1: 400 for a model whose template has no tools."""
     kind = "api_error" if legacy else "invalid_request_error"
@@ -121,7 +129,7 @@ class FakeOllama:
                                      headers={"content-type": "text/event-stream"})
         if reply.delay and await self._client_left(request, reply.delay):
             return Response(b"", status_code=499)
-        return Response(orjson.dumps(self._completion(model, reply)),
+        return Response(go_json(self._completion(model, reply)) + b"\n",
                         media_type="application/json")
 
     async def _client_left(self, request: Request, delay: float) -> bool:
@@ -230,7 +238,7 @@ class FakeOllama:
 
 
 def _frame(obj: dict[str, Any]) -> bytes:
-    return b"data: " + orjson.dumps(obj) + b"\n\n"
+    return b"data: " + go_json(obj) + b"\n\n"
 
 
 def _v1_error(status: int, message: str, legacy: bool) -> Response:
