@@ -14,7 +14,10 @@ client that leaves closes the backend request at once.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
+from typing import Any, cast
 
 import anyio
 import orjson
@@ -32,7 +35,7 @@ from proxy.types import Chunk
 
 
 def sse_response(run: ChatRun) -> Response:
-    return SseResponse(_sse_body(run), run.headers(), on_close=run.aclose)
+    return ChatStream(run)
 
 
 class SseResponse(Response):
@@ -48,7 +51,7 @@ class SseResponse(Response):
 
     media_type = "text/event-stream"
 
-    def __init__(self, body: AsyncIterator[bytes], headers: dict[str, str],
+    def __init__(self, body: AsyncIterator[bytes] | None, headers: dict[str, str],
                  on_close: Callable[[], Awaitable[None]]) -> None:
         headers["cache-control"] = "no-cache"
         headers["x-accel-buffering"] = "no"
@@ -69,14 +72,98 @@ class SseResponse(Response):
     async def _write(self, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code,
                     "headers": self.raw_headers})
-        async for piece in self.body_iterator:
+        async for piece in self._body(send):
             await send({"type": "http.response.body", "body": piece, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
+    def _body(self, send: Send) -> AsyncIterator[bytes]:
+        assert self.body_iterator is not None
+        return self.body_iterator
 
-async def _sse_body(run: ChatRun) -> AsyncIterator[bytes]:
+
+class ChatStream(SseResponse):
+    """A chat completions stream: its pieces written from the upstream's read callback
+    once it flows (`SseWriter`), the rest (the first events, the ending, errors) by
+    the task, all framed alike (`frame`)."""
+
+    def __init__(self, run: ChatRun) -> None:
+        super().__init__(None, run.headers(), on_close=run.aclose)
+        self.run = run
+
+    def _body(self, send: Send) -> AsyncIterator[bytes]:
+        # A send that is not a coroutine function cannot be driven from a callback.
+        direct = SseWriter(send) if inspect.iscoroutinefunction(send) else None
+        return _sse_body(self.run, direct)
+
+
+class SseWriter:
+    """A stream's batches written from the upstream's read callback (`DirectWriter`).
+
+    A batch is framed as the task frames it, and `send` (the edge's, then the
+    server's) is run to its end right there: it does not wait unless the client's
+    socket is full (uvicorn then waits for it to drain). A send that waits is left
+    pending; `flush()`, in the task, finishes it, and until then nothing else is
+    written (the turn reads on from the task).
+    """
+
+    __slots__ = ("first_at", "pending", "send")
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.first_at: float | None = None
+        self.pending: tuple[Coroutine[Any, Any, None], Any] | None = None
+
+    def write(self, batch: list[ChunkOut]) -> bool:
+        if self.first_at is None:
+            self.first_at = time.perf_counter()
+        body = frame(batch[0]) if len(batch) == 1 else b"".join([frame(i) for i in batch])
+        sending = cast(Coroutine[Any, Any, None], self.send(
+            {"type": "http.response.body", "body": body, "more_body": True}))
+        try:
+            waiting = sending.send(None)
+        except StopIteration:
+            return True
+        self.pending = (sending, waiting)
+        return False
+
+    async def flush(self) -> None:
+        if self.pending is not None:
+            sending, waiting = self.pending
+            self.pending = None
+            await _Resumed(sending, waiting)
+
+
+class _Resumed:
+    """The rest of a coroutine that was started by hand and stopped on `waiting` (what
+    it yielded for the loop), awaited by the current task: what `await` would have
+    done had the task run it from the start (values and exceptions passed through)."""
+
+    __slots__ = ("coroutine", "waiting")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, None], waiting: Any) -> None:
+        self.coroutine = coroutine
+        self.waiting = waiting
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        yielded = self.waiting
+        while True:
+            try:
+                sent = yield yielded
+            except BaseException as exc:  # noqa: BLE001 - handed to the coroutine, as await does
+                try:
+                    yielded = self.coroutine.throw(exc)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    yielded = self.coroutine.send(sent)
+                except StopIteration:
+                    return
+
+
+async def _sse_body(run: ChatRun, direct: SseWriter | None = None) -> AsyncIterator[bytes]:
     try:
-        async for batch in run.batches():
+        async for batch in run.batches(direct):
             # One item per batch is what a slow stream's reads make: no list, no join.
             yield frame(batch[0]) if len(batch) == 1 else b"".join([frame(i) for i in batch])
         yield DONE_FRAME

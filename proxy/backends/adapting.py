@@ -176,6 +176,12 @@ class _Resumed(httpx.AsyncByteStream):
             return _ready(first)
         return self._rest.__anext__()
 
+    async def wait_pushed(self, push: Callable[[bytes], bool]) -> None:
+        """The backend body's `wait_pushed` (wire.py) once the first bytes are read."""
+        wait = getattr(self._original.stream, "wait_pushed", None)
+        if not self._first and wait is not None:
+            await wait(push)
+
     async def aclose(self) -> None:
         await self._original.aclose()
 

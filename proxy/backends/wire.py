@@ -34,7 +34,7 @@ import collections
 import math
 import ssl
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import cast
 
 import httptools
@@ -63,6 +63,10 @@ class _Connection(asyncio.Protocol):
         """loop time by which the wait in progress must end (a read timeout)."""
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
+        self.push: Callable[[bytes], bool] | None = None
+        """while the reader waits in `wait_pushed`: takes each read's body in the read
+        callback; False hands the answer back to the reader."""
+        self.push_timeout: float | None = None
         self._begin(head=False)
 
     def _begin(self, head: bool) -> None:
@@ -104,6 +108,9 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserUpgrade:
             self._fail(httpx.RemoteProtocolError("upstream switched protocols"))
         if self.body:
+            if self.push is not None:
+                self._pushed()
+                return
             # Once per read, not per body piece: a read of a 64-event stream holds 64
             # chunks of the chunked encoding, and the reader wakes once either way.
             if self.buffered > _HIGH_WATER and not self.paused and self.transport is not None:
@@ -161,6 +168,20 @@ class _Connection(asyncio.Protocol):
             self.informational = False
             return
         self.complete = True
+        self._wake()
+
+    def _pushed(self) -> None:
+        """The read's body to `push`, here in the read callback; the wait goes on (its
+        read timeout counted from now) unless `push` hands the answer back."""
+        assert self.push is not None
+        piece = self.body.popleft() if len(self.body) == 1 else b"".join(self.body)
+        self.body.clear()
+        self.buffered = 0
+        if self.push(piece):
+            if self.push_timeout is not None:
+                self.deadline = self.loop.time() + self.push_timeout  # the timer re-arms
+            return
+        self.push = None
         self._wake()
 
     # --- the reader's side --------------------------------------------------
@@ -227,6 +248,21 @@ class _Connection(asyncio.Protocol):
             except TimeoutError:
                 raise httpx.ReadTimeout("upstream sent no answer in time") from None
 
+    async def wait_pushed(self, push: Callable[[bytes], bool], timeout: float | None) -> None:
+        """Wait for the answer to go on while `push` takes each read's body as it arrives
+        (called in the read callback: no task wakes for it). Returns, for `read`, once
+        `push` returns False, the answer is complete or failed, or (at once) when a
+        piece is already buffered. A timeout ends the wait like `read`'s."""
+        if self.body or self.complete or self.error is not None:
+            return
+        self.push, self.push_timeout = push, timeout
+        try:
+            await self._wait(timeout)
+        except TimeoutError:
+            raise httpx.ReadTimeout("upstream sent nothing in time") from None
+        finally:
+            self.push = None
+
     async def read(self, timeout: float | None) -> bytes:
         """What arrived since the last read, joined; b"" once the answer is complete."""
         while True:
@@ -271,6 +307,10 @@ class _Body(httpx.AsyncByteStream):
                 yield piece
         finally:
             self._finish()
+
+    async def wait_pushed(self, push: Callable[[bytes], bool]) -> None:
+        """`_Connection.wait_pushed` with this answer's read timeout."""
+        await self.conn.wait_pushed(push, self.timeout)
 
     async def aclose(self) -> None:
         self._finish()

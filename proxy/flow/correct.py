@@ -27,7 +27,7 @@ from typing import Any
 
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange
-from proxy.flow.run import Turn
+from proxy.flow.run import DirectWriter, Turn
 from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.formats.base import tool_schemas
 from proxy.transforms.response.correction import Problem, Rejected, correction_messages
@@ -51,7 +51,9 @@ class CorrectingTurn(Turn):
         self.corrections = 0
         self.corrected = False
 
-    async def batches(self) -> AsyncIterator[list[ChunkOut]]:
+    async def batches(self, direct: DirectWriter | None = None,
+                      ) -> AsyncIterator[list[ChunkOut]]:
+        # `direct` is not used: what this turn yields is decided after the pieces came.
         held: list[Chunk] = []
         text: list[str] = []
         try:

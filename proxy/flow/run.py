@@ -15,8 +15,9 @@ decide retries (chat.send_with_retry drives the pure policy in retry.py).
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import httpx
 
@@ -99,21 +100,34 @@ class Turn:
         # A non-stream answer, or a backend that ignored stream=true: the same chunks.
         return CompletionTranslator(self.pipeline)
 
-    async def batches(self) -> AsyncIterator[list[ChunkOut]]:
+    async def batches(self, direct: DirectWriter | None = None,
+                      ) -> AsyncIterator[list[ChunkOut]]:
         """Chunks as they arrive (one batch per upstream piece); raises the ending's ApiError.
 
         Everything received before a failure is yielded before it is raised.
+        `direct`: while the turn waits for the upstream, pieces that arrive are
+        translated and written to it from the upstream's read callback (`_Pushed`)
+        instead of yielded: no task wakes per piece. What it cannot write at once, and
+        the ending, come back here.
         """
         response = self.call.response
         assert response is not None, "a turn reads a call that was sent"
         translator = self._translator(response)
+        stream = body_stream(response)
+        wait_pushed = getattr(stream, "wait_pushed", None)  # the wire's bodies (wire.py)
+        pushed = _Pushed(self, translator, direct, wait_pushed) \
+            if direct is not None and wait_pushed is not None else None
+        pieces = aiter(stream)
         try:
-            async for piece in body_stream(response):
-                if self.tap is not None:
-                    self.tap.piece(piece)
-                t0 = time.perf_counter()
-                out = translator.feed(piece)
-                self.own_s += time.perf_counter() - t0
+            while True:
+                if pushed is not None:
+                    await pushed.wait()
+                    if translator.finished:
+                        break
+                piece = await anext(pieces, b"")
+                if not piece:
+                    break
+                out = self.take(translator, piece)
                 if out:
                     yield out
                 if translator.finished:
@@ -132,8 +146,70 @@ class Turn:
         if translator.failure is not None:
             raise translator.failure
 
+    def take(self, translator: Translator, piece: bytes) -> list[ChunkOut]:
+        """One upstream piece through the translator (timed as the proxy's own)."""
+        if self.tap is not None:
+            self.tap.piece(piece)
+        t0 = time.perf_counter()
+        out = translator.feed(piece)
+        self.own_s += time.perf_counter() - t0
+        return out
+
     async def aclose(self) -> None:
         await self.call.aclose()
+
+
+class DirectWriter(Protocol):
+    """Where a stream's batches can be written without a task (the client route's).
+
+    `write` runs in the upstream's read callback: True once the batch is written,
+    False if it is left pending (the client's socket is full); `flush` then
+    finishes it, in the task. `first_at` is when the first batch was written."""
+
+    first_at: float | None
+
+    def write(self, batch: list[ChunkOut]) -> bool: ...
+
+    async def flush(self) -> None: ...
+
+
+class _Pushed:
+    """A turn's answer translated and written from the upstream's read callback.
+
+    Called with each read's body while the turn waits (`wait_pushed`); returns
+    False, handing the answer back to the turn, once the translator is done, a
+    write is left pending, or something raised: the turn raises it (`wait`),
+    where the same piece read by the task would have raised."""
+
+    __slots__ = ("direct", "error", "translator", "turn", "wait_pushed")
+
+    def __init__(self, turn: Turn, translator: Translator, direct: DirectWriter,
+                 wait_pushed: Callable[[Callable[[bytes], bool]], Awaitable[None]]) -> None:
+        self.turn = turn
+        self.translator = translator
+        self.direct = direct
+        self.wait_pushed = wait_pushed
+        self.error: Exception | None = None
+
+    def __call__(self, piece: bytes) -> bool:
+        try:
+            out = self.turn.take(self.translator, piece)
+            if out and not self.direct.write(out):
+                return False
+        except Exception as exc:  # noqa: BLE001 - not lost: raised in the task by wait()
+            self.error = exc
+            return False
+        return not self.translator.finished
+
+    async def wait(self) -> None:
+        """Until the answer comes back to the turn: a piece left for it to read, the
+        end, a failure; then what the callback caught is raised, a pending write
+        finished."""
+        await self.wait_pushed(self)
+        error, self.error = self.error, None
+        if error is not None:
+            raise error
+        await self.direct.flush()
 
 
 @dataclass
@@ -173,12 +249,14 @@ class ChatRun:
         are exactly it (`Turn.verbatim`), else None."""
         return self.turn.verbatim()
 
-    async def batches(self) -> AsyncIterator[list[ChunkOut]]:
+    async def batches(self, direct: DirectWriter | None = None,
+                      ) -> AsyncIterator[list[ChunkOut]]:
+        """The turn's batches (`direct`: see `Turn.batches`; a turn that holds or
+        rewrites its answer yields everything)."""
         try:
-            async for batch in self.turn.batches():
+            async for batch in self.turn.batches(direct):
                 if self.ex.record.ttft_ms is None and self.ex.record.stream:
-                    self.ex.record.ttft_ms = round(
-                        (time.perf_counter() - self.ex.started) * 1000, 3)
+                    self._first_token(time.perf_counter())
                 yield batch
             self._status = 200
         except ApiError as exc:
@@ -187,6 +265,14 @@ class ChatRun:
         except Exception:
             self._status, self._error = 500, "internal error in toolshim"
             raise
+        finally:
+            if direct is not None and direct.first_at is not None:
+                self._first_token(direct.first_at)
+
+    def _first_token(self, at: float) -> None:
+        ttft = round((at - self.ex.started) * 1000, 3)
+        if self.ex.record.ttft_ms is None or ttft < self.ex.record.ttft_ms:
+            self.ex.record.ttft_ms = ttft
 
     async def aclose(self, *, report: bool = True) -> None:
         """Close the upstream call and settle the request's record, once.

@@ -22,7 +22,7 @@ from typing import Any
 
 from proxy.backends.upstream import Upstream
 from proxy.flow.exchange import Exchange
-from proxy.flow.run import ChatRun, Turn
+from proxy.flow.run import ChatRun, DirectWriter, Turn
 from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.server_tools.host import ToolHost
 from proxy.server_tools.loop import LoopGuard, next_messages, put_back, set_aside, split_calls
@@ -97,7 +97,9 @@ class LoopTurn:
         if self.turn is not None:
             await self.turn.aclose()
 
-    async def batches(self) -> AsyncIterator[list[ChunkOut]]:
+    async def batches(self, direct: DirectWriter | None = None,
+                      ) -> AsyncIterator[list[ChunkOut]]:
+        # `direct` is not used: what this turn yields is decided after the pieces came.
         first = True
         while True:
             assert self.turn is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import openai
 import orjson
 from hypothesis import HealthCheck, given, settings
@@ -43,3 +44,29 @@ def test_any_split_reaches_the_client_whole(fake: FakeOllama, client: openai.Ope
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "".join(pieces)
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+
+
+NO_ANGLE = st.characters(blacklist_categories=("Cs",), blacklist_characters="<")
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.text(alphabet=NO_ANGLE, min_size=1, max_size=12), min_size=1,
+                       max_size=8),
+       cuts=st.lists(st.integers(min_value=1, max_value=5000), max_size=12),
+       delay=st.sampled_from([0.0, 0.002]))
+def test_a_plain_stream_reaches_the_client_byte_for_byte_however_it_arrives(
+        fake: FakeOllama, proxy_url: str, pieces: list[str], cuts: list[int],
+        delay: float) -> None:
+    # Reads that come while the relay waits are written from the upstream's read
+    # callback, the others by the relay's task (api/relay.py): a plain stream (no
+    # tools, no reasoning marker) must be the upstream's own bytes either way.
+    body = _frames(pieces, b"\n")
+    points = sorted({c % len(body) for c in cuts} - {0})
+    fake.replies.clear()
+    fake.reply("qwen3:8b", Reply(raw_events=[body[a:b] for a, b in zip(
+        [0, *points], [*points, len(body)])], delay=delay))
+    answer = httpx.post(f"{proxy_url}/v1/chat/completions", timeout=10, json={
+        "model": "qwen3:8b", "messages": MSG, "stream": True})
+    assert answer.status_code == 200
+    assert answer.content == body
