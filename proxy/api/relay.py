@@ -130,10 +130,10 @@ class SseWriter:
         if self.pending is not None:
             sending, waiting = self.pending
             self.pending = None
-            await _Resumed(sending, waiting)
+            await _RestOfSend(sending, waiting)
 
 
-class _Resumed:
+class _RestOfSend:
     """The rest of a coroutine that was started by hand and stopped on `waiting` (what
     it yielded for the loop), awaited by the current task: what `await` would have
     done had the task run it from the start (values and exceptions passed through)."""
