@@ -34,7 +34,10 @@ BARE_START = re.compile(BARE_START_PATTERN, re.MULTILINE)
 _COMMENT_OR_STRING = re.compile(
     r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//[^\n]*|/\*.*?\*/', re.DOTALL
 )
-_BAD_ESCAPE = re.compile(r'\\(?=[^\\"/bfnrtu])')
+# Escapes are matched pairwise from the left, so the second backslash of a valid
+# `\\` never starts one (`C:\\Users\dev`); `\u` counts only with four hex digits.
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|.)", re.DOTALL)
+_VALID_ESCAPE = frozenset('\\"/bfnrt')
 # Control tokens that end a reply (Llama) or an orphan close tag (qwen2.5 drops
 # the opener but keeps `</tool_call>`, hermes-015); none of them is prose.
 TRAILERS = ("</tool_call>", "<|eom_id|>", "<|eot_id|>", "<|end_of_text|>", "</s>")
@@ -85,7 +88,13 @@ def _clean_token(match: re.Match[str]) -> str:
     token = match.group()
     if token.startswith("/"):
         return ""
-    return _BAD_ESCAPE.sub(r"\\\\", token) if token.startswith('"') else token
+    return _ESCAPE.sub(_fix_escape, token) if token.startswith('"') else token
+
+
+def _fix_escape(match: re.Match[str]) -> str:
+    """A valid escape as written; an invalid one (`\\d`) with its backslash doubled."""
+    escaped = match.group(1)
+    return match.group() if escaped in _VALID_ESCAPE or len(escaped) == 5 else "\\" + match.group()
 
 
 def call_parts(value: Any, strict_keys: bool = False) -> list[tuple[ParsedCall, str]] | None:

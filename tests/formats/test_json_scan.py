@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from proxy.formats import get_format
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sample_corpus import offered
+
+from proxy.formats import get_format, recover
 from proxy.formats.base import ParsedCall
 from proxy.formats.json_scan import call_parts, json_at, skip_space, value_at
+from proxy.formats.stream import StreamRecovery
 
 TOOLS = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}}}}
 
@@ -45,3 +50,40 @@ def test_a_block_with_an_unknown_call_recovers_the_offered_one_in_every_json_for
         result = get_format(name).parse(reply, TOOLS)
         assert result.calls == (ParsedCall("get_weather", {"city": "Paris"}),), name
         assert "book_flight" in result.text and "get_weather" not in result.text, name
+
+
+def _read_file_call(path_json: str) -> str:
+    return f'<tool_call>\n{{"name": "read_file", "arguments": {{"path": "{path_json}"}}}}\n</tool_call>'
+
+
+def test_a_valid_double_backslash_before_a_letter_survives_the_bad_escape_repair() -> None:
+    # `\\` is a valid escape; the `\d` and `\m` after it are not and get doubled.
+    text = _read_file_call("C:\\\\Users\\dev\\main.py")
+    assert text.count("\\") == 4  # the raw text: \\ then \d and \m
+    expected = (ParsedCall("read_file", {"path": "C:\\Users\\dev\\main.py"}),)
+    tools = offered(["read_file"])
+    assert recover(text, tools)[0].calls == expected
+    parser = StreamRecovery(tools)
+    streamed = [item for piece in text for item in parser.feed(piece)] + parser.flush()
+    assert tuple(streamed) == expected
+    # `\u` without four hex digits is no escape either.
+    lower = (ParsedCall("read_file", {"path": "C:\\users\\dev"}),)
+    assert recover(_read_file_call("C:\\users\\dev"), tools)[0].calls == lower
+
+
+# Path segments that begin with a letter no JSON escape uses (b f n r t u are
+# valid escapes: `C:\new` is ambiguous and stays unrepaired, docs/formats.md section 4).
+_SEGMENT = st.text("acdeghijklmopqsvwxyzACDEGHIJKLMNOPQSTUVWXYZ", min_size=1, max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_SEGMENT, st.booleans()), min_size=1, max_size=6))
+def test_a_path_mixing_valid_and_invalid_escapes_reads_as_written(
+    segments: list[tuple[str, bool]],
+) -> None:
+    """Each separator written either escaped (two backslashes) or raw (one, an invalid
+    escape before the letter): the same path."""
+    raw = "".join(("\\\\" if escaped else "\\") + name for name, escaped in segments)
+    path = "".join("\\" + name for name, _ in segments)
+    result, _ = recover(_read_file_call("C:" + raw), offered(["read_file"]))
+    assert result.calls == (ParsedCall("read_file", {"path": "C:" + path}),)
