@@ -51,6 +51,10 @@ class StreamRecovery:
         self._marker_set = marker_set(self._markers)
         self._quiet = _needed_chars(self._markers)
         self._buf = ""
+        # Deltas that cannot change anything yet (feed), joined into _buf when they can.
+        self._pending: list[str] = []
+        self._pending_size = 0
+        self._tag_tail = ""  # the end of the text so far, for a think tag split across deltas
         self._line = ""  # prose sent since the last newline: context for the parsers
         self._holding = False
         self._retry_at = 0
@@ -64,8 +68,31 @@ class StreamRecovery:
         self.calls = 0
 
     def feed(self, delta: str) -> list[Item]:
-        self._buf += delta
+        if self._waits(delta):
+            # Appending each small delta to a long held block would copy it every
+            # time: quadratic in the block's length. Join once something can change.
+            self._pending.append(delta)
+            self._pending_size += len(delta)
+            return []
+        self._join(delta)
         return self._pump(resolve="\n" in delta)
+
+    def _waits(self, delta: str) -> bool:
+        """Whether _pump would do nothing with delta: undecided and no think tag
+        yet, or holding a block and no try is due (_resolve)."""
+        if self._undecided:
+            text = self._tag_tail + delta
+            self._tag_tail = text[-len(THINK_CLOSE) + 1 :]
+            return THINK_OPEN not in text and THINK_CLOSE not in text
+        size = len(self._buf) + self._pending_size + len(delta)
+        return self._holding and not ("\n" in delta and size >= self._retry_at)
+
+    def _join(self, delta: str = "") -> None:
+        if self._pending:
+            self._buf = "".join([self._buf, *self._pending, delta])
+            self._pending, self._pending_size = [], 0
+        else:
+            self._buf += delta
 
     def plain_ok(self, text: str) -> bool:
         """Whether `feed(text)` would send text on whole as prose and hold nothing.
@@ -123,6 +150,7 @@ class StreamRecovery:
 
     def flush(self) -> list[Item]:
         out: list[Item] = []
+        self._join()
         if self._undecided:
             self._undecided = False
             out += self._pump(resolve=False)
@@ -245,11 +273,11 @@ class StreamRecovery:
         if len(self._buf) < self._retry_at:
             return None
         # Each failed try re-parses the whole block: space the tries out so a
-        # long call costs O(n log n), not O(n^2). flush() settles the rest.
+        # long call costs a bounded multiple of its length (the tries add up to
+        # about 9n), not O(n^2). flush() settles the rest.
         self._retry_at = len(self._buf) + len(self._buf) // 8
         whole, _ = self._recover(self._buf)
-        lines = [q for q in _line_starts(self._buf) if q > self._last_start()]
-        lines = [q for q in lines if _has_full_line(self._buf[q:])]
+        lines = _settled_line_starts(self._buf, self._last_start())
         if not lines or not self._agrees(lines[-1], whole):
             return None
         lo, hi = 0, len(lines) - 1
@@ -373,14 +401,19 @@ def _partial_fence(text: str) -> re.Match[str] | None:
     return _PARTIAL_FENCE.search(text, max(text.rfind("\n"), 0))
 
 
-def _line_starts(text: str) -> list[int]:
-    return [i + 1 for i, char in enumerate(text) if char == "\n" and i + 1 < len(text)]
-
-
-def _has_full_line(tail: str) -> bool:
-    """The tail holds a finished line with something on it: the block is followed by prose."""
-    newline = tail.rfind("\n")
-    return newline >= 0 and bool(tail[:newline].strip())
+def _settled_line_starts(text: str, after: int) -> list[int]:
+    """Line starts past `after` followed by a finished line with something on it
+    (the block is followed by prose). One pass over text: this runs on every
+    try to release a held block, which may be long."""
+    last_newline = text.rfind("\n")
+    # A line start q qualifies iff text[q:last_newline] is not blank.
+    last_ink = len(text[:last_newline].rstrip()) if last_newline >= 0 else 0
+    starts = []
+    newline = text.find("\n", after)
+    while 0 <= newline and newline + 1 < last_ink:
+        starts.append(newline + 1)
+        newline = text.find("\n", newline + 1)
+    return starts
 
 
 def _squash(text: str) -> str:
