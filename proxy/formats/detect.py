@@ -33,9 +33,14 @@ def think_end(text: str, start: int) -> tuple[int, int] | None:
 
 def split_reasoning(text: str) -> list[tuple[str, bool]]:
     """The reply as (piece, is_reasoning) pieces; a think block runs to its close
-    tag, a Kimi section marker, or the end of the text."""
+    tag, a Kimi section marker, or the end of the text. Before an orphan close
+    (thinking forced open by the prompt: only `</think>` appears), all is reasoning."""
     pieces: list[tuple[str, bool]] = []
     pos = 0
+    close = text.find(THINK_CLOSE)
+    if close >= 0 and not 0 <= text.find(THINK_OPEN) < close:
+        pos = close + len(THINK_CLOSE)
+        pieces.append((text[:pos], True))
     while (opened := text.find(THINK_OPEN, pos)) >= 0:
         pieces.append((text[pos:opened], False))
         end = think_end(text, opened + len(THINK_OPEN))
@@ -91,11 +96,6 @@ def partial_suffix(text: str, markers: tuple[str, ...]) -> int:
 
 def strip_reasoning(text: str) -> str:
     """The reply without its reasoning: think blocks, or all before an orphan close."""
-    close = text.find(THINK_CLOSE)
-    opened = text.find(THINK_OPEN)
-    if close >= 0 and (opened < 0 or opened > close):
-        # Thinking forced open by the prompt: only the close tag appears.
-        text = text[close + len(THINK_CLOSE) :]
     return "".join(piece for piece, reasoning in split_reasoning(text) if not reasoning)
 
 

@@ -61,31 +61,51 @@ class StreamRecovery:
         self._in_think = False
         self._fence: str | None = None  # the opening run of an answer's fence we are inside
         self._at_start = True
-        # Without keep_reasoning, an orphan `</think>` (thinking forced open by
-        # the prompt) makes everything before it reasoning: wait to know.
-        self._undecided = not keep_reasoning
+        # An orphan `</think>` (thinking forced open by the prompt) makes everything
+        # before it reasoning, where no call is searched: until a think tag or the
+        # end says, hold everything (without keep_reasoning: the reasoning must go)
+        # or only a block holding a call (with it: prose goes on verbatim either way).
+        self._undecided = True
         self.format: str | None = None
         self.calls = 0
 
     def feed(self, delta: str) -> list[Item]:
-        if self._waits(delta):
+        tagged = self._undecided and self._think_tag_in(delta)
+        if not tagged and self._waits(delta):
             # Appending each small delta to a long held block would copy it every
             # time: quadratic in the block's length. Join once something can change.
             self._pending.append(delta)
             self._pending_size += len(delta)
             return []
         self._join(delta)
-        return self._pump(resolve="\n" in delta)
+        out = self._settle_reasoning() if tagged and self._keep else []
+        return out + self._pump(resolve="\n" in delta or tagged)
+
+    def _think_tag_in(self, delta: str) -> bool:
+        """Whether a think tag completes in delta (it may have begun in an earlier one)."""
+        text = self._tag_tail + delta
+        self._tag_tail = text[-len(THINK_CLOSE) + 1 :]
+        return THINK_OPEN in text or THINK_CLOSE in text
 
     def _waits(self, delta: str) -> bool:
-        """Whether _pump would do nothing with delta: undecided and no think tag
-        yet, or holding a block and no try is due (_resolve)."""
-        if self._undecided:
-            text = self._tag_tail + delta
-            self._tag_tail = text[-len(THINK_CLOSE) + 1 :]
-            return THINK_OPEN not in text and THINK_CLOSE not in text
+        """Whether _pump would do nothing with delta: undecided without
+        keep_reasoning, or holding a block and no try is due (_resolve)."""
+        if self._undecided and not self._keep:
+            return True
         size = len(self._buf) + self._pending_size + len(delta)
         return self._holding and not ("\n" in delta and size >= self._retry_at)
+
+    def _settle_reasoning(self) -> list[Item]:
+        """With keep_reasoning, at the first think tag: an orphan `</think>` makes all
+        before it reasoning, kept verbatim and not searched (a held block included);
+        prose before it that has gone on was right as it was."""
+        self._undecided = False
+        close, opened = self._buf.find(THINK_CLOSE), self._buf.find(THINK_OPEN)
+        if close < 0 or 0 <= opened < close:
+            return []
+        self._holding, self._retry_at, self._fence = False, 0, None
+        self._line, self._at_start = "", False  # the answer starts after it (recover)
+        return self._reasoning(close + len(THINK_CLOSE))
 
     def _join(self, delta: str = "") -> None:
         if self._pending:
@@ -140,20 +160,24 @@ class StreamRecovery:
 
     def take_plain(self, text: str) -> None:
         """`feed(text)` after `plain_ok(text)`: the prose is noted, nothing is built."""
+        if self._undecided and self._think_tag_in(text):
+            self._undecided = False  # nothing held: a close tag has nothing to settle
         self._text(text)
 
     def holds_nothing(self) -> bool:
         """Nothing held or pending, not inside reasoning or a fence: `flush()` would
         return nothing and change nothing. Pure."""
         return not (self._buf or self._holding or self._in_think or self._fence is not None
-                    or self._undecided)
+                    or (self._undecided and not self._keep))
 
     def flush(self) -> list[Item]:
         out: list[Item] = []
         self._join()
         if self._undecided:
             self._undecided = False
-            out += self._pump(resolve=False)
+            # With keep_reasoning, a block held for want of a decision settles as usual.
+            self._retry_at = 0
+            out += self._pump(resolve=self._keep)
         if self._in_think:
             out += self._reasoning(len(self._buf))
         elif self._fence is not None:
@@ -166,7 +190,7 @@ class StreamRecovery:
 
     def _pump(self, resolve: bool) -> list[Item]:
         out: list[Item] = []
-        if self._undecided and not self._decide():
+        if self._undecided and not self._keep and not self._decide():
             return out
         while self._buf:
             before = (self._buf, self._holding, self._in_think, self._fence)
@@ -277,6 +301,8 @@ class StreamRecovery:
         # about 9n), not O(n^2). flush() settles the rest.
         self._retry_at = len(self._buf) + len(self._buf) // 8
         whole, _ = self._recover(self._buf)
+        if whole.calls and self._undecided:
+            return None  # a later orphan `</think>` would make them reasoning
         lines = _settled_line_starts(self._buf, self._last_start())
         if not lines or not self._agrees(lines[-1], whole):
             return None

@@ -54,9 +54,40 @@ def test_text_before_a_call_goes_out_before_the_call_completes() -> None:
     parser = StreamRecovery(SCHEMAS, keep_reasoning=True)
     assert parser.feed("Let me check the weather.\n<tool_") == ["Let me check the weather.\n"]
     assert parser.feed('call>\n{"name": "get_weather", ') == []
-    assert parser.feed('"arguments": {"city": "Oslo"}}\n</tool_call>\nDone!\n') == [OSLO, "Done!\n"]
-    assert parser.flush() == []
+    # Held to the end: a later orphan `</think>` would make the call reasoning.
+    assert parser.feed('"arguments": {"city": "Oslo"}}\n</tool_call>\nDone!\n') == []
+    assert parser.flush() == [OSLO, "Done!\n"]
     assert parser.format == "hermes"
+
+
+def test_a_call_after_a_think_tag_goes_out_once_settled() -> None:
+    """A think tag settles where reasoning ends: a call after it need not wait."""
+    for reasoning in ("<think>Rain?</think>\n", "Rain?\n</think>\n"):
+        parser = StreamRecovery(SCHEMAS, keep_reasoning=True)
+        out = parser.feed(reasoning + "<tool_call>\n" + W + "\n</tool_call>\nDone!\n")
+        assert _text(out) == reasoning + "Done!\n" and out[-2:] == [OSLO, "Done!\n"]
+
+
+FORCED_OPEN = (
+    "The user asks about barometers. I could run\n<tool_call>\n"
+    '{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>\n'
+    "but that is not needed.\n</think>\n\nA barometer measures air pressure."
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, len(FORCED_OPEN)), max_size=6))
+def test_a_call_in_reasoning_forced_open_is_not_a_call(cuts: list[int]) -> None:
+    """Only `</think>` appears (the prompt ended with `<think>`): all before it is
+    reasoning, kept verbatim with keep_reasoning and never searched for calls."""
+    whole, _ = recover(FORCED_OPEN, SCHEMAS, keep_reasoning=True)
+    assert whole.calls == () and whole.text == FORCED_OPEN
+    bounds = sorted({0, len(FORCED_OPEN), *cuts})
+    pieces = [FORCED_OPEN[a:b] for a, b in itertools.pairwise(bounds)]
+    streamed = _feed_all(StreamRecovery(SCHEMAS, keep_reasoning=True), pieces)
+    assert all(isinstance(i, str) for i in streamed) and _text(streamed) == FORCED_OPEN
+    dropped = _feed_all(StreamRecovery(SCHEMAS), pieces)
+    assert dropped == [] or _text(dropped).strip() == "A barometer measures air pressure."
 
 
 def test_answer_fence_after_prose_streams_without_holding() -> None:
