@@ -7,6 +7,8 @@ a request line, or headers and then a trickle of body, holds its connection
 - `HeaderTimeoutProtocol`: the HTTP protocol uvicorn would pick (httptools,
   else h11) plus a timer from the first byte of a request (or the connection's
   start) to its complete headers; past it, a 408 and the connection closes.
+  Bytes that are not HTTP get a 400 in the OpenAI error shape (uvicorn's own is
+  plain text).
 - the body deadline (the edge, proxy/middleware.py): the whole body must
   arrive within it; past it the app's `receive()` reports a disconnect and
   marks the request, and `read_body` answers 408 (see chat_request.read_body).
@@ -30,6 +32,14 @@ _TIMEOUT_BODY = orjson.dumps(error_body("request headers not received in time", 
 _TIMEOUT_ANSWER = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
                    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
                    % (len(_TIMEOUT_BODY), _TIMEOUT_BODY))
+
+
+_BAD_REQUEST_BODY = orjson.dumps(error_body(
+    "invalid HTTP request (malformed request line, headers or chunked body)", 400,
+    code="invalid_http"))
+_BAD_REQUEST_ANSWER = (b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
+                       b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+                       % (len(_BAD_REQUEST_BODY), _BAD_REQUEST_BODY))
 
 
 def _header_timeout() -> float:
@@ -79,6 +89,12 @@ class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
+
+    def send_400_response(self, msg: str) -> None:
+        # uvicorn's own answer to bytes that are not HTTP is a text/plain 400; an
+        # OpenAI client parses error bodies as JSON, so it gets the usual error shape.
+        self.transport.write(_BAD_REQUEST_ANSWER)
+        self.transport.close()
 
     def _too_slow(self) -> None:
         self._header_timer = None

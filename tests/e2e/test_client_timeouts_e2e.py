@@ -101,3 +101,24 @@ def test_a_client_leaving_mid_body_is_a_499_at_info(
 
 def _lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.getMessage() == "request"]
+
+
+@pytest.mark.parametrize("request_bytes", [
+    # a chunked body whose chunk size is not hex
+    (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+     b"transfer-encoding: chunked\r\n\r\nzz\r\nabc\r\n"),
+    # content-length and transfer-encoding at once (a request smuggling shape)
+    (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n"
+     b"transfer-encoding: chunked\r\n\r\n0\r\n\r\n"),
+    b"NOT HTTP AT ALL\r\n\r\n",
+])
+def test_bytes_that_are_not_http_get_a_400_in_the_openai_error_shape(
+        slow_ok: str, request_bytes: bytes) -> None:
+    with _connect(slow_ok) as sock:
+        sock.sendall(request_bytes)
+        answer, _ = _read_all(sock)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ")
+    assert b"content-type: application/json" in head.lower()
+    error = httpx.Response(400, content=body).json()["error"]
+    assert error["code"] == "invalid_http" and error["type"] == "invalid_request_error"
