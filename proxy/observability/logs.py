@@ -76,6 +76,19 @@ def escape_controls(text: str) -> str:
                         else f"\\u{ord(m.group()):04x}", text)
 
 
+_PLAIN_VALUE = re.compile(r'[^\s="\\]*')
+
+
+def _field(value: Any) -> str:
+    """A field's value as logfmt has it: quoted (with `"` and `\\` escaped) when it
+    holds a space, `=` or a quote, so a value (a model name a client sent) cannot
+    pass for more fields; control characters escaped either way."""
+    text = escape_controls(str(value))
+    if _PLAIN_VALUE.fullmatch(text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 class TextFormatter(_Masking):
     """One line per record: message and fields with control characters escaped
     (a traceback, when there is one, follows on its own lines as usual)."""
@@ -92,7 +105,7 @@ class TextFormatter(_Masking):
             record.msg, record.args = saved
         extra = getattr(record, "record", None)
         if isinstance(extra, dict):
-            base += " " + " ".join(f"{k}={escape_controls(str(v))}" for k, v in extra.items())
+            base += " " + " ".join(f"{k}={_field(v)}" for k, v in extra.items())
         return self.mask(base + sep + trace)
 
 

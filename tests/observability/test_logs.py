@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -12,6 +13,8 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.servers import serve
 
@@ -21,6 +24,7 @@ from proxy.observability.logs import (
     BatchingHandler,
     JsonFormatter,
     TextFormatter,
+    escape_controls,
     setup_logging,
 )
 from proxy.observability.telemetry import RequestRecord, Telemetry
@@ -63,6 +67,26 @@ def test_short_strings_are_never_treated_as_secrets() -> None:
 def test_text_format_appends_key_value_pairs() -> None:
     line = emit(TextFormatter(), "request", {"request_id": "r1", "status": 200})
     assert line.endswith("request request_id=r1 status=200")
+
+
+def _logfmt_fields(text: str) -> dict[str, str]:
+    """Split logfmt `k=v k="v w"` pairs (quotes with \\ escapes), as a log reader does."""
+    fields: dict[str, str] = {}
+    for match in re.finditer(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)', text):
+        value = match.group(2)
+        if value.startswith('"'):
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        fields[match.group(1)] = value
+    return fields
+
+
+@given(st.text(max_size=40))
+def test_a_text_field_value_cannot_pass_for_more_fields(value: str) -> None:
+    # A client chooses the model name; on a text log line it stays one field.
+    line = emit(TextFormatter(), "request", {"model": value, "status": 404})
+    tail = line.split(" request ", 1)[1]
+    assert "\n" not in line
+    assert _logfmt_fields(tail) == {"model": escape_controls(value), "status": "404"}
 
 
 def test_upstream_credentials_never_reach_the_record() -> None:
@@ -216,7 +240,9 @@ async def test_text_logs_escape_control_characters_so_no_line_can_be_forged(
     logger.info("message with\na newline")
     lines = out.getvalue().splitlines()
     assert len(lines) == 2, lines
-    assert "model=x\\x0a2026-01-01" in lines[0] and "\\x0d\\u2028" in lines[0]
+    # One line, and the forged text stays inside the one quoted model field.
+    assert _logfmt_fields(lines[0].split(" request ", 1)[1])["model"] == escape_controls(forged)
+    assert _logfmt_fields(lines[0].split(" request ", 1)[1])["status"] == "404"
     assert lines[1].endswith("message with\\x0aa newline")
 
 
