@@ -179,7 +179,12 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
         body, notes = apply_request_steps(chat, sender.profile, plan)
         ex.tap.sent(chat, body)
         t0 = time.perf_counter()
-        response = await sender.send(upstream, body, headers)
+        try:
+            response = await sender.send(upstream, body, headers)
+        except BaseException:
+            # Unreachable, timed out: the wait was the upstream's, not the proxy's overhead.
+            ex.upstream_s += time.perf_counter() - t0
+            raise
         if response.status_code < 400:
             ex.upstream_s += time.perf_counter() - t0
             ex.record.rung = rung_name(plan)

@@ -74,3 +74,20 @@ def test_the_retry_line_carries_the_request_id(
     request_id = reply.headers["x-request-id"]
     (retry,) = [r for r in caplog.records if "one rung down" in r.getMessage()]
     assert retry.record["request_id"] == request_id  # type: ignore[attr-defined]
+
+
+def test_waiting_for_an_upstream_that_times_out_is_not_counted_as_overhead(
+        fake: FakeOllama, make_settings: Callable[..., Settings],
+        new_sdk: Callable[..., openai.OpenAI], caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    fake.reply("qwen3:8b", Reply(content=["late"], delay=3.0))  # no headers for 3 s
+    with serve(create_app(make_settings(read_timeout=0.5, probe=False))) as proxy, \
+            pytest.raises(openai.APIStatusError) as failure:
+        new_sdk(proxy).chat.completions.create(
+            model="qwen3:8b", messages=[{"role": "user", "content": "hi"}])
+    assert failure.value.status_code == 504
+    overhead = failure.value.response.headers["x-toolshim-overhead-ms"]
+    (line,) = [r for r in caplog.records if r.getMessage() == "request"]
+    record = line.record  # type: ignore[attr-defined]
+    assert record["upstream_ms"] >= 450  # the half second went to the upstream
+    assert record["overhead_ms"] < 250 and float(overhead) < 250
