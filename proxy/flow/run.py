@@ -282,9 +282,15 @@ class ChatRun:
         if self.summary is not None:
             return
         ex = self.ex
-        status = self._status if self._status is not None else 499
-        left = "client closed the stream" if ex.record.stream else "client closed the connection"
-        error = self._error if self._status is not None else left
+        status, error = self._status, self._error
+        if status is None:  # cancelled: the client left, or the drain cut it at shutdown
+            drain = getattr(ex.request.app.state, "drain", None)
+            if drain is not None and drain.cut:
+                status, error = 503, "cut at the end of the shutdown grace period"
+            else:
+                status = 499
+                error = "client closed the stream" if ex.record.stream \
+                    else "client closed the connection"
         self.summary = RunSummary(status, error, self.turn.pipeline.call_counts())
         try:
             with cancel_scope(shield=True):

@@ -106,6 +106,10 @@ def test_past_the_grace_a_stream_ends_with_an_error_event(
     while fake.abandoned == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert fake.abandoned == 1  # the backend request was closed too
+    log = [orjson.loads(line) for line in (tmp_path / "log").read_bytes().splitlines()
+           if line.startswith(b"{")]
+    (request,) = [line for line in log if line.get("msg") == "request"]
+    assert request["status"] == 503 and "shutdown" in request["error"]  # not a 499
 
 
 def test_burst_past_the_bound_gets_429_with_retry_after(new_sdk: Callable[..., openai.OpenAI], 
