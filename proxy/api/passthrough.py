@@ -16,6 +16,7 @@ import orjson
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
+from starlette.types import Send
 
 from proxy.api.chat_request import read_body
 from proxy.api.failures import CLIENT_CLOSED, answer_or_error, error_reply
@@ -113,8 +114,31 @@ async def _open(ex: Exchange, path: str) -> Response:
     out_headers = passthrough_response_headers(response.headers)
     out_headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
     call.status = response.status_code
-    return StreamingResponse(call.relay(), status_code=response.status_code,
-                             headers=out_headers, background=BackgroundTask(call.close))
+    return _Relayed(call, status_code=response.status_code, headers=out_headers,
+                    background=BackgroundTask(call.close))
+
+
+class _Relayed(StreamingResponse):
+    """The upstream's body as it came; one the upstream broke off is left unfinished.
+
+    The status line is gone by then, so the only honest signal left is an
+    incomplete body: without the final (empty, `more_body=False`) message the
+    server closes the connection with no terminating chunk, and the client sees
+    a cut response instead of a short but complete one. (uvicorn logs that it
+    returned without completing the response; our own line says why.)
+    """
+
+    def __init__(self, call: _Call, **kwargs: Any) -> None:
+        super().__init__(call.relay(), **kwargs)
+        self.call = call
+
+    async def stream_response(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code,
+                    "headers": self.raw_headers})
+        async for chunk in self.body_iterator:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        if not self.call.cut:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 class _Call:
@@ -126,6 +150,8 @@ class _Call:
         self.upstream_call = upstream_call
         self.status = 502
         self.error: str | None = None
+        self.cut = False
+        """the upstream broke the body off: the client's response is left unfinished."""
 
     async def relay(self) -> AsyncIterator[bytes]:
         response = self.upstream_call.response
@@ -134,8 +160,9 @@ class _Call:
             async for piece in iter_bytes(response, self.upstream_call.upstream.root):
                 yield piece
         except ApiError as exc:
-            # The status line is gone already; ending the body is all that's left.
-            self.error = exc.message
+            # The status line is gone already: logged as chat logs a stream cut mid-way
+            # (the failure's status and message), and the body is left unfinished.
+            self.status, self.error, self.cut = exc.status, exc.message, True
         except (GeneratorExit, anyio.get_cancelled_exc_class()):
             self.status, self.error = CLIENT_CLOSED, "client closed the connection"
             raise

@@ -1,12 +1,15 @@
-"""Upstream faults map to the right status: a reset is a 502, only a timeout is a 504."""
+"""Upstream faults map to the right status: a reset is a 502, only a timeout is a 504;
+a passed-through body the upstream cuts reaches the client cut."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+import httpx
 import openai
 import pytest
 from support.fake_ollama import FakeOllama, Reply
@@ -91,3 +94,31 @@ def test_waiting_for_an_upstream_that_times_out_is_not_counted_as_overhead(
     record = line.record  # type: ignore[attr-defined]
     assert record["upstream_ms"] >= 450  # the half second went to the upstream
     assert record["overhead_ms"] < 250 and float(overhead) < 250
+
+
+def test_a_passed_through_body_cut_by_the_upstream_reaches_the_client_cut(
+        caps_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # The status line is sent before the upstream breaks off: a short body with a clean
+    # end would pass for a whole one, so the client must see the connection cut.
+    caplog.set_level(logging.INFO, logger="toolshim")
+    with resetting_upstream("during") as upstream:
+        settings = Settings(upstreams=(upstream,), capabilities=str(caps_path), probe=False,
+                            reload_interval=0.0)
+        with serve(create_app(settings)) as proxy, httpx.Client(base_url=proxy,
+                                                                 timeout=10) as http:
+            with http.stream("POST", "/v1/embeddings",
+                             json={"model": "qwen3:8b", "input": "x"}) as answer:
+                assert answer.status_code == 200
+                with pytest.raises(httpx.RemoteProtocolError, match="incomplete"):
+                    answer.read()
+            deadline = time.monotonic() + 5
+            while not _request_lines(caplog) and time.monotonic() < deadline:
+                time.sleep(0.05)
+    (line,) = _request_lines(caplog)
+    assert line["endpoint"] == "embeddings" and line["status"] == 502
+    assert "closed the connection" in line["error"]
+
+
+def _request_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    return [r.record for r in caplog.records  # type: ignore[attr-defined]
+            if r.getMessage() == "request" and isinstance(getattr(r, "record", None), dict)]
