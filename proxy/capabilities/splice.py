@@ -51,9 +51,12 @@ def splice_learned(
             del learned[key]
     out = StringIO()
     yaml.dump(doc, out)
+    # ruamel writes LF; the section is written with the file's own line ending.
+    newline = newline_of(lines)
+    section = out.getvalue().replace("\r\n", "\n").replace("\n", newline)
     if span is None:
-        return text + ("\n" if text and not text.endswith("\n") else "") + out.getvalue()
-    return "".join(lines[: span[0]]) + out.getvalue() + "".join(lines[span[1]:])
+        return text + (newline if text and not text.endswith("\n") else "") + section
+    return "".join(lines[: span[0]]) + section + "".join(lines[span[1]:])
 
 
 def splice_checked(
@@ -138,6 +141,11 @@ def _learned_span(lines: Sequence[str]) -> tuple[int, int] | None:
 def split_lines(text: str) -> list[str]:
     """text as lines that keep their endings (the last may have none): joined, text again."""
     return re.findall(r"[^\n]*\n|[^\n]+$", text)
+
+
+def newline_of(lines: Sequence[str]) -> str:
+    """The file's line ending, as its first line has it: what lines added to it use."""
+    return "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
 
 
 def is_top_level(line: str) -> bool:

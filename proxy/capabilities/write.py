@@ -59,7 +59,9 @@ def rewrite_file(
     with FileLock(f"{target}.lock", timeout=LOCK_TIMEOUT):
         # Re-read under the lock: a person or another worker may have changed it.
         before = stat_key(target)
-        current = None if before is None else target.read_text(encoding="utf-8")
+        # Bytes decoded as they are (no newline translation): a person's CRLF file must
+        # reach `edit`, and so the disk, with its CRLFs; `read_text` would make them LF.
+        current = None if before is None else target.read_bytes().decode("utf-8")
         text = edit(current)
         if text is None:
             return None

@@ -16,7 +16,7 @@ from typing import Any
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.schema import BOOKKEEPING
-from proxy.capabilities.splice import is_top_level, section_end, split_lines
+from proxy.capabilities.splice import is_top_level, newline_of, section_end, split_lines
 from proxy.console.gate import find_learned
 
 _SECTION = re.compile(r"""^(?P<q>["']?)(?P<name>[A-Za-z_]+)(?P=q)[ \t]*:(?P<rest>.*?)\r?\n?$""")
@@ -72,7 +72,7 @@ def _one_line(text: str) -> str:
 
 
 def _add_model(lines: list[str], name: str, fields: Mapping[str, Any], comment: str) -> str:
-    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    newline = newline_of(lines)
     header = _find_section(lines, "models")
     if header is None:  # no models: section yet: add one just before learned:
         at = _find_section(lines, "learned")

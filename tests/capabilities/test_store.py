@@ -348,6 +348,46 @@ def test_appends_learned_when_file_lacks_final_newline(cap_file: Path) -> None:
     assert text.startswith(BASE + "learned:\n")
 
 
+# A person's file with Windows line endings, learned: between two of their sections.
+_LEARNED_BETWEEN = (
+    "learned:\n"
+    '  "old:1b":\n'
+    "    tools: off\n"
+    "    source: probe\n"
+    f'    at: "{AT}"\n'
+)
+_AFTER = "\n# the person's closing notes\nserver_tools: {}\n"
+
+
+def test_a_crlf_file_keeps_its_crlfs_through_a_learned_write(cap_file: Path) -> None:
+    crlf = (BASE + "\n" + _LEARNED_BETWEEN + _AFTER).replace("\n", "\r\n").encode()
+    cap_file.write_bytes(crlf)
+    CapabilityStore(cap_file).record([fact()])
+    written = cap_file.read_bytes()
+    assert written.startswith(crlf.partition(b"learned:")[0] + b"learned:\r\n")
+    assert written.endswith(_AFTER.replace("\n", "\r\n").encode())
+    assert b'"custom:latest"' in written and b'"old:1b"' in written
+    # One line ending throughout: the learned lines are written with the file's own.
+    assert written.count(b"\n") == written.count(b"\r\n")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents(), st.sampled_from(["\n", "\r\n"]))
+def test_splice_writes_the_files_own_line_ending(
+        doc: tuple[list[str], int | None], newline: str) -> None:
+    sections, where = [s.replace("\n", newline) for s in doc[0]], doc[1]
+    text = "".join(sections)
+    new = splice_learned(text, [fact("custom:latest", tools="emulate")])
+    if where is None:
+        assert new.startswith(text)
+    else:
+        assert new.startswith("".join(sections[:where]))
+        assert new.endswith("".join(sections[where + 1:]))
+    lines = re.findall(r"[^\n]*\n", new)
+    assert all(line.endswith(newline) for line in lines), new
+    assert parse_capabilities(new, "c.yaml")[0] is not None
+
+
 # --- several processes ------------------------------------------------------------
 
 
