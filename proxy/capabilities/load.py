@@ -47,6 +47,11 @@ _KNOWN_KEYS: tuple[str, ...] = tuple(
         }
     )
 )
+_LEARNED_ONLY = frozenset(
+    f.alias or n for n, f in LearnedEntry.model_fields.items()
+) - frozenset(f.alias or n for n, f in ModelEntry.model_fields.items())
+"""The proxy's bookkeeping (source, at, evidence...): a key a person copying a learned
+entry into models: or defaults: brings along, and whose nearest known key is itself."""
 _PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -200,6 +205,10 @@ def _message(err: ErrorDetails) -> str:
     kind, loc = err["type"], err["loc"]
     if kind == "extra_forbidden":
         key = str(loc[-1])
+        if key in _LEARNED_ONLY and loc[0] != "learned":
+            return f"key {key!r} is only valid under learned: (the proxy's bookkeeping)"
+        if key in _KNOWN_KEYS:  # valid elsewhere: its nearest known key would be itself
+            return f"key {key!r} is not valid here"
         close = difflib.get_close_matches(key, _KNOWN_KEYS, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         return f"unknown key {key!r}{hint}"

@@ -34,6 +34,13 @@ def test_each_problem_on_its_own_line(tmp_path: Path) -> None:
     assert lines[1] == f"{path}:5: models.x.toolz: unknown key 'toolz'; did you mean 'tools'?"
 
 
+def test_learned_only_key_under_models_is_named_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "capabilities.yaml"
+    path.write_text('models:\n  x:\n    tools: off\n    source: probe\n')
+    said = f"{path}:4: models.x.source: key 'source' is only valid under learned: "
+    assert run(path) == (1, [said + "(the proxy's bookkeeping)"])
+
+
 def test_yaml_error_fails(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("defaults:\n  tools: [off\n")

@@ -159,7 +159,25 @@ CASES = [
         3,
         ["both name 'qwen3:8b'"],
     ),
+    (
+        "a key valid only in another section",
+        "models:\n  x:\n    prepend: hi\n",
+        3,
+        ["models.x.prepend: key 'prepend' is not valid here"],
+    ),
 ]
+
+
+@pytest.mark.parametrize("key", ["source", "at", "evidence", "upstream", "validation",
+                                 "correction"])
+@pytest.mark.parametrize("where", ["models:\n  x:\n    ", "defaults:\n  "])
+def test_learned_bookkeeping_elsewhere_says_where_it_belongs(key: str, where: str) -> None:
+    # Copied from a learned entry by hand: "did you mean 'source'?" for 'source' was
+    # the only hint, and it named the key itself.
+    problem = only_problem(where + key + ": x\n")
+    assert problem.message.endswith(f"key {key!r} is only valid under learned: "
+                                    "(the proxy's bookkeeping)"), problem
+    assert "did you mean" not in problem.message
 
 
 @pytest.mark.parametrize(
