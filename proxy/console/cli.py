@@ -13,13 +13,15 @@ from typing import IO, Any
 import httpx
 
 from proxy.console.validate import BATTERY, record_validation, run_battery
+from proxy.errors import ApiError
 from proxy.flow.exchange import now_iso
 from proxy.settings import Settings
 
 
 async def run_validate_cli(settings: Settings, models: list[str], every: bool,
                            out: IO[str]) -> int:
-    """0 when every model passed every check, 1 when some check failed, 2 on no models."""
+    """0 when every model passed every check, 1 when some check failed or a model
+    is not found, 2 on no models."""
     from proxy.app import create_app
 
     app = create_app(settings)
@@ -45,7 +47,12 @@ async def run_validate_cli(settings: Settings, models: list[str], every: bool,
 
             failures = 0
             for model in models:
-                result = await run_battery(model, send)
+                try:
+                    result = await run_battery(model, send)
+                except ApiError as exc:  # no upstream has it: nothing to record
+                    out.write(f"{model}: {exc.message}\n")
+                    failures += 1
+                    continue
                 record_validation(svc.store, result, now_iso())
                 failures += bool(result["failed"])
                 _print(result, out)

@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from proxy.api.chat_request import read_body
+from proxy.backends.listing import require_listed
 from proxy.console.models import describe_models
 from proxy.console.recent import CAPTURE_HEADER
 from proxy.console.samples import SAMPLE_TOOLS
@@ -174,6 +175,9 @@ async def _through_proxy(request: Request, body: dict[str, Any],
 async def validate(request: Request) -> Response:
     body = await _json_body(request)
     model = _model_param(body)
+    # A model no upstream lists is a 404, as chat answers it: six failed checks
+    # would be recorded as a learned entry for a model that is nowhere.
+    await require_listed(_svc(request), model)
 
     async def send(chat: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
         answer = await _through_proxy(request, chat, {})

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
+from proxy.backends.listing import model_not_found
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.samples import SAMPLE_TOOLS
@@ -131,18 +132,26 @@ BATTERY: tuple[Check, ...] = (
 
 
 async def run_battery(model: str, send: Send) -> dict[str, Any]:
-    """Run every check against `model` through `send`; the per-check results and rung."""
+    """Run every check against `model` through `send`; the per-check results and rung.
+
+    Raises ApiError 404 model_not_found when every check was answered 404."""
     results: list[dict[str, Any]] = []
     rungs: Counter[str] = Counter()
+    statuses: set[int] = set()
     for check in BATTERY:
         body: dict[str, Any] = {"model": model, "messages": check.messages,
                                 "tools": check.tools, "stream": False}
         if check.tool_choice:
             body["tool_choice"] = check.tool_choice
         status, headers, answer = await send(body)
+        statuses.add(status)
         if headers.get("x-toolshim-rung"):
             rungs[headers["x-toolshim-rung"]] += 1
         results.append({"name": check.name, **_judge(check, status, answer)})
+    if statuses == {404}:
+        # Not a model that fails every check: one its upstream does not have (an
+        # upstream that does not list its models says so only here). Nothing to record.
+        raise model_not_found(model)
     passed = sum(1 for r in results if r["passed"])
     return {"model": model, "passed": passed, "total": len(results),
             "failed": [r["name"] for r in results if not r["passed"]],

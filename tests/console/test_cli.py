@@ -45,6 +45,18 @@ def test_validate_all_fails_when_a_model_fails_a_check(
     assert learned["gemma3:4b"]["validation"]["rung"] == "off"
 
 
+def test_validate_of_a_model_no_upstream_has_records_nothing(
+        fake: FakeOllama, fake_url: str, caps_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    caps_path.write_text("# mine\nversion: 1\n")
+    script(fake, "qwen3:8b", good_answers())
+    assert main(_args(fake_url, caps_path, "nowhere:1b", "qwen3:8b")) == 1
+    out = capsys.readouterr().out
+    assert "nowhere:1b: The model `nowhere:1b` does not exist" in out
+    assert "qwen3:8b: 6/6 passed" in out  # the next model is still validated
+    assert set(YAML(typ="safe").load(caps_path.read_text())["learned"]) == {"qwen3:8b"}
+
+
 def test_validate_needs_a_model(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["validate"])

@@ -320,6 +320,24 @@ async def test_validate_rejects_a_missing_model(console: Callable[..., Any]) -> 
     assert got.status_code == 400 and got.json()["error"]["param"] == "model"
 
 
+@pytest.mark.parametrize("listed", [True, False], ids=["listing-says", "upstream-says"])
+async def test_validate_of_a_model_no_upstream_has_is_a_404_and_writes_nothing(
+        console: Callable[..., Any], caps_file: Path, fake: FakeOllama, listed: bool) -> None:
+    if not listed:  # an upstream that lists nothing may serve unlisted models: it is asked
+        fake.models.clear()
+    http = await console()
+    before = caps_file.read_bytes()
+    got = await http.post("/admin/validate", json={"model": "does-not-exist-anywhere"})
+    assert got.status_code == 404
+    assert got.json() == {"error": {
+        "message": "The model `does-not-exist-anywhere` does not exist or you do not have "
+                   "access to it.",
+        "type": "invalid_request_error", "param": "model", "code": "model_not_found"}}
+    assert caps_file.read_bytes() == before
+    asked = [r["model"] for r in fake.chat_requests()]
+    assert asked == ([] if listed else ["does-not-exist-anywhere"] * 6)
+
+
 async def test_promote_moves_the_entry_and_keeps_every_other_byte(
         console: Callable[..., Any], caps_file: Path) -> None:
     http = await console()
