@@ -174,17 +174,38 @@ def _keep(store: ResponsesStore | None, builder: ResponseBuilder,
     store.put(builder.response, conversation)
 
 
+# Lookups in the store call no upstream, but are /v1 requests all the same: one log
+# line and a count each, found or not (the error tail settles a 404's record).
+
+
 async def get_response(request: Request) -> Response:
-    stored = _store(request).get(request.path_params["response_id"])
+    ex = Exchange(request.app.state.services, request,
+                  RequestRecord(request.state.request_id, "responses.retrieve"))
+    return await answer_or_error(ex, _get(ex), "responses retrieve")
+
+
+async def _get(ex: Exchange) -> Response:
+    response_id = ex.request.path_params["response_id"]
+    stored = _store(ex.request).get(response_id)
     if stored is None:
-        raise _not_found(request.path_params["response_id"])
+        raise _not_found(response_id)
+    model = stored.response.get("model")
+    ex.record.model = model if isinstance(model, str) else None
+    ex.finish(200)
     return JSONResponse(stored.response)
 
 
 async def delete_response(request: Request) -> Response:
-    response_id = request.path_params["response_id"]
-    if not _store(request).delete(response_id):
+    ex = Exchange(request.app.state.services, request,
+                  RequestRecord(request.state.request_id, "responses.delete"))
+    return await answer_or_error(ex, _delete(ex), "responses delete")
+
+
+async def _delete(ex: Exchange) -> Response:
+    response_id = ex.request.path_params["response_id"]
+    if not _store(ex.request).delete(response_id):
         raise _not_found(response_id)
+    ex.finish(200)
     return JSONResponse({"id": response_id, "object": "response", "deleted": True})
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -165,6 +166,30 @@ def test_get_and_delete(client: openai.OpenAI) -> None:
         client.responses.retrieve(done.id)
     with pytest.raises(openai.NotFoundError):
         client.responses.delete(done.id)
+
+
+def test_get_and_delete_are_logged_one_line_each(
+        client: openai.OpenAI, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="toolshim")
+    done = client.responses.create(model="qwen3:8b", input="hi")
+    client.responses.retrieve(done.id)
+    client.responses.delete(done.id)
+    for call in (client.responses.retrieve, client.responses.delete):
+        with pytest.raises(openai.NotFoundError):
+            call(done.id)
+    # The create's line is written once its answer is sent: its place may vary.
+    lines = [(r["endpoint"], r["status"], r.get("error"), r.get("model"))
+             for r in _request_lines(caplog) if r["endpoint"] != "responses"]
+    gone = f"no stored response with id {done.id!r}"
+    assert lines == [("responses.retrieve", 200, None, "qwen3:8b"),
+                     ("responses.delete", 200, None, None),
+                     ("responses.retrieve", 404, gone, None),
+                     ("responses.delete", 404, gone, None)]
+
+
+def _request_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    return [r.record for r in caplog.records  # type: ignore[attr-defined]
+            if r.getMessage() == "request" and isinstance(getattr(r, "record", None), dict)]
 
 
 def test_expired_response_is_gone(make_settings: Callable[..., Any],
