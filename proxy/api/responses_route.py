@@ -24,7 +24,7 @@ from proxy.api.failures import answer_or_error, client_left
 from proxy.api.relay import SseResponse
 from proxy.api.responses_events import Event, ResponseBuilder
 from proxy.api.responses_request import Translated, to_chat, validate
-from proxy.api.responses_store import ResponsesStore
+from proxy.api.responses_store import ResponsesStore, owner_of
 from proxy.chat import run_chat
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, call_headers
@@ -95,7 +95,7 @@ async def _handle(ex: Exchange, store: ResponsesStore) -> Response:
     body = _decode(await read_body(ex.request, ex.svc.settings.max_body_bytes))
     history: list[Any] = []
     if body.get("previous_response_id"):
-        stored = store.get(body["previous_response_id"])
+        stored = store.get(body["previous_response_id"], _owner(ex))
         if stored is None:
             raise ApiError(404, f"previous response {body['previous_response_id']!r} was not "
                            "found (unknown, expired or not stored)",
@@ -114,7 +114,7 @@ async def _handle(ex: Exchange, store: ResponsesStore) -> Response:
     async for batch in output.batches:
         builder.feed_all(batch)
     builder.finish()
-    _keep(keep, builder, translated)
+    _keep(ex, keep, builder, translated)
     return JSONResponse(builder.response, headers={**output.headers, **call_headers(ex)})
 
 
@@ -155,7 +155,7 @@ async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
     finally:
         with cancel_scope(shield=True):
             await output.batches.aclose()  # type: ignore[attr-defined]
-    _keep(keep, builder, translated)
+    _keep(ex, keep, builder, translated)
 
 
 def _frames(events: list[Event]) -> bytes:
@@ -165,13 +165,19 @@ def _frames(events: list[Event]) -> bytes:
     return b"".join(parts)
 
 
-def _keep(store: ResponsesStore | None, builder: ResponseBuilder,
+def _keep(ex: Exchange, store: ResponsesStore | None, builder: ResponseBuilder,
           translated: Translated) -> None:
     if store is None:
         return
     answer = builder.assistant_message()
     conversation = translated.conversation + ([answer] if answer else [])
-    store.put(builder.response, conversation)
+    store.put(builder.response, conversation, _owner(ex))
+
+
+def _owner(ex: Exchange) -> str:
+    """The stored responses this request may use: its API key's (responses_store)."""
+    return owner_of(ex.request.headers.get("authorization", ""),
+                    bool(ex.svc.settings.api_keys))
 
 
 # Lookups in the store call no upstream, but are /v1 requests all the same: one log
@@ -186,7 +192,7 @@ async def get_response(request: Request) -> Response:
 
 async def _get(ex: Exchange) -> Response:
     response_id = ex.request.path_params["response_id"]
-    stored = _store(ex.request).get(response_id)
+    stored = _store(ex.request).get(response_id, _owner(ex))
     if stored is None:
         raise _not_found(response_id)
     model = stored.response.get("model")
@@ -203,7 +209,7 @@ async def delete_response(request: Request) -> Response:
 
 async def _delete(ex: Exchange) -> Response:
     response_id = ex.request.path_params["response_id"]
-    if not _store(ex.request).delete(response_id):
+    if not _store(ex.request).delete(response_id, _owner(ex)):
         raise _not_found(response_id)
     ex.finish(200)
     return JSONResponse({"id": response_id, "object": "response", "deleted": True})

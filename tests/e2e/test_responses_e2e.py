@@ -192,6 +192,26 @@ def _request_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
             if r.getMessage() == "request" and isinstance(getattr(r, "record", None), dict)]
 
 
+def test_a_stored_response_belongs_to_the_api_key_that_made_it(
+        make_settings: Callable[..., Any], new_sdk: Callable[..., openai.OpenAI]) -> None:
+    # Several keys are several clients: one's stored answers (its conversation) are not
+    # another's to read, continue or delete. Unknown to them, as an id never made.
+    with serve(create_app(make_settings(api_keys=("key-alice-0123456789",
+                                                  "key-bob-0123456789")))) as url:
+        alice, bob = new_sdk(url, "key-alice-0123456789"), new_sdk(url, "key-bob-0123456789")
+        done = alice.responses.create(model="qwen3:8b", input="my secret plan")
+        with pytest.raises(openai.NotFoundError):
+            bob.responses.retrieve(done.id)
+        with pytest.raises(openai.NotFoundError) as info:
+            bob.responses.create(model="qwen3:8b", input="and?", previous_response_id=done.id)
+        assert info.value.code == "previous_response_not_found"
+        with pytest.raises(openai.NotFoundError):
+            bob.responses.delete(done.id)
+        assert alice.responses.retrieve(done.id).id == done.id  # still there, still hers
+        alice.responses.create(model="qwen3:8b", input="and?", previous_response_id=done.id)
+        alice.responses.delete(done.id)
+
+
 def test_expired_response_is_gone(make_settings: Callable[..., Any],
                                   new_sdk: Callable[..., openai.OpenAI]) -> None:
     with serve(create_app(make_settings(responses_ttl=0.2))) as url:
