@@ -4,8 +4,9 @@ Owns: the verdict on a call (name offered, arguments a JSON object valid
 against the client's own `parameters` schema) under the `invalid_tool_calls`
 policy, and `SchemaCache`, the compiled-validator cache the app creates once.
 
-Must not: raise on bad model output, mutate inputs, do I/O, or hold module
-state. Repairs live in `repair.py`; streaming in `assembly.py`.
+Must not: raise on bad model output, mutate inputs, do I/O (a `$ref` is never
+fetched: see `_LOCAL_ONLY`), or hold module state. Repairs live in `repair.py`;
+streaming in `assembly.py`.
 """
 
 from __future__ import annotations
@@ -18,12 +19,22 @@ import orjson
 from cachetools import LRUCache
 from jsonschema import exceptions as schema_errors  # type: ignore[import-untyped]
 from jsonschema.validators import validator_for  # type: ignore[import-untyped]
+from referencing import Registry
 
 from proxy.formats.jsonish import loads_strict
 from proxy.transforms.response.repair import repair_arguments, repair_name, repair_to_schema
 from proxy.types import JSON, InvalidPolicy
 
 _MAX_REASON = 160
+
+_LOCAL_ONLY: Registry[Any] = Registry()
+"""No resources and a `retrieve` that always fails. Without an explicit registry
+jsonschema fetches a `$ref`'s http(s)/file URL itself, blocking the event loop with
+no timeout: a client's schema could make the proxy read local files into
+`dropped_calls` reasons, call internal URLs, or freeze. With it, refs resolve only
+inside the schema (and jsonschema's bundled metaschemas)."""
+
+_REF_KEYWORDS = ("$ref", "$dynamicRef")
 
 
 @dataclass(frozen=True)
@@ -44,8 +55,9 @@ class SchemaCache:
     """Compiled validators keyed by the schema's canonical bytes (LRU).
 
     Agents resend the same tools every turn, so compiling once per schema
-    matters; `None` is cached for a schema jsonschema itself rejects (the
-    client's mistake: its calls are not checked against it).
+    matters; `None` is cached for a schema jsonschema itself rejects, or one
+    with a `$ref` outside itself (the client's choice: its calls are not checked
+    against it, rather than checked against part of it).
     """
 
     def __init__(self, maxsize: int = 512) -> None:
@@ -121,12 +133,34 @@ def _invalid(
 def _compile(schema: Any) -> Any:
     if schema is None:
         schema = {}
+    if _refers_outside(schema):
+        return None
     try:
         cls = validator_for(schema)
         cls.check_schema(schema)
-        return cls(schema)
+        return cls(schema, registry=_LOCAL_ONLY)
     except (schema_errors.SchemaError, TypeError, AttributeError):
         return None
+
+
+def _refers_outside(schema: Any) -> bool:
+    """Whether any `$ref` / `$dynamicRef` in `schema` is not a fragment (`#...`) of it.
+
+    Such a ref could only be resolved by fetching it; deciding once here keeps the
+    verdict from depending on which branch an instance happens to reach. Walks
+    iteratively (values of data keywords too: at worst a schema goes unchecked)."""
+    pending: list[Any] = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            for key in _REF_KEYWORDS:
+                ref = node.get(key)
+                if isinstance(ref, str) and not ref.startswith("#"):
+                    return True
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return False
 
 
 def _schema_error(cache: SchemaCache, schema: Any, instance: dict[str, Any]) -> str | None:
