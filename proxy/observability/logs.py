@@ -19,24 +19,15 @@ from typing import Any, TextIO
 
 import orjson
 
-MASK = "[redacted]"
-# Short strings would mask ordinary words; real keys are long.
-_MIN_SECRET = 8
+from proxy.observability.redact import Redactor
 
 
 class _Masking(logging.Formatter):
-    """Replaces each secret in the formatted line; longest first, so none leaks in part."""
+    """Replaces each secret in the formatted line (observability/redact.py's rule)."""
 
     def __init__(self, fmt: str | None = None, secrets: Iterable[str] = ()) -> None:
         super().__init__(fmt)
-        self.secrets = sorted({s for s in secrets if len(s) >= _MIN_SECRET}, key=len,
-                              reverse=True)
-
-    def mask(self, line: str) -> str:
-        for secret in self.secrets:
-            if secret in line:
-                line = line.replace(secret, MASK)
-        return line
+        self.mask = Redactor(secrets).mask
 
 
 class JsonFormatter(_Masking):

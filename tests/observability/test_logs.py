@@ -20,13 +20,13 @@ from support.servers import serve
 
 from proxy.app import create_app
 from proxy.observability.logs import (
-    MASK,
     BatchingHandler,
     JsonFormatter,
     TextFormatter,
     escape_controls,
     setup_logging,
 )
+from proxy.observability.redact import MASK
 from proxy.observability.telemetry import RequestRecord, Telemetry
 from proxy.settings import Settings, redact_url
 
