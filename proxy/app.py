@@ -31,11 +31,12 @@ from proxy.console.routes import console_routes
 from proxy.errors import ApiError, internal_error
 from proxy.middleware import Drain, Edge, bearer_allowed
 from proxy.observability.metrics import CONTENT_TYPE
+from proxy.observability.redact import Redactor, client_secrets
 from proxy.observability.startup import freeze_startup_heap, log_upstream_kind, startup_line
 from proxy.observability.telemetry import Telemetry
 from proxy.server_tools.host import ToolHost
 from proxy.services import Services
-from proxy.settings import Settings
+from proxy.settings import Settings, secrets
 from proxy.state import build_state
 from proxy.state.limits import Limiter
 
@@ -67,6 +68,7 @@ def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Se
         telemetry=telemetry,
         state=state,
         console=ConsoleState(settings.recent_requests, keep_prompts=settings.log_prompts),
+        redactor=Redactor(secrets(settings)),
     )
 
 
@@ -76,7 +78,7 @@ def from_env() -> Starlette:
     Uses the settings the parent resolved if present, else TOOLSHIM_* variables.
     """
     from proxy.observability.logs import setup_logging
-    from proxy.settings import secrets, settings_from_env
+    from proxy.settings import settings_from_env
 
     settings = settings_from_env()
     setup_logging(settings.log_level, settings.log_format, secrets(settings))
@@ -218,7 +220,11 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    return exc.response()
+    svc: Services | None = getattr(request.app.state, "services", None)
+    if svc is None:
+        return exc.response()
+    # Routes outside the chat flow's error tail (the console's) mask as it does.
+    return exc.masked(svc.redactor.with_secrets(client_secrets(request.headers)).mask).response()
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 import anyio
 import httpx
@@ -200,6 +201,8 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
         step = next_plan(plan, refusal, profile, attempt) if refusal else None
         if step is None or refusal is None:
             raise _upstream_failure(response.status_code, raw)
+        # Its text goes to the console and into learned: entries as evidence.
+        refusal = replace(refusal, message=ex.shown(refusal.message))
         ex.observations.append(_refusal_observation(profile, chat, refusal, step))
         ex.record.retries += 1
         ex.svc.telemetry.log.info("retrying %s one rung down: %s", profile.model, rung_name(step),

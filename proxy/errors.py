@@ -7,6 +7,7 @@ their usual exception classes (400 BadRequestError, 404 NotFoundError, ...).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -60,6 +61,17 @@ class ApiError(Exception):
         self.param = param
         self.code = code
         self.headers = headers or {}
+
+    def masked(self, mask: Callable[[str], str]) -> ApiError:
+        """This error with `mask` applied to its texts (the upstream may have written them);
+        itself when nothing changed."""
+        message = mask(self.message)
+        param = mask(self.param) if self.param is not None else None
+        code = mask(self.code) if self.code is not None else None
+        if (message, param, code) == (self.message, self.param, self.code):
+            return self
+        return ApiError(self.status, message, type_=self.type, param=param, code=code,
+                        headers=self.headers)
 
     def body(self) -> dict[str, Any]:
         return error_body(self.message, self.status, type_=self.type, param=self.param,

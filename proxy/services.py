@@ -20,6 +20,7 @@ from proxy.backends.ollama import OllamaState
 from proxy.backends.upstream import Upstream, fetch_listing
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.recent import ConsoleState
+from proxy.observability.redact import Redactor
 from proxy.observability.telemetry import Telemetry
 from proxy.server_tools.host import ToolHost
 from proxy.settings import Settings
@@ -63,6 +64,8 @@ class Services:
     """What this replica shares with the others (proxy/state/; MemoryState alone)."""
     listing_complete: dict[str, bool] = field(default_factory=dict)
     """upstream root -> its last /v1/models answer named at least one model."""
+    redactor: Redactor = field(default_factory=Redactor)
+    """masks every configured secret in what clients and the console see (and the logs)."""
 
     def pick_upstream(self, model: str) -> Upstream:
         """Explicit route first, then whoever lists the model, else the first upstream."""

@@ -8,10 +8,11 @@ only from here, never from a request.
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 from collections.abc import Mapping, Sequence
 from typing import Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import (
     BaseModel,
@@ -320,9 +321,24 @@ def settings_from_env() -> Settings:
 
 
 def secrets(settings: Settings) -> list[str]:
-    """Every key the process holds, so the log formatter can mask it wherever it shows up."""
+    """Every key the process holds, so logs, client answers and the console can mask it
+    wherever it shows up (observability/redact.py)."""
     keys = list(settings.api_keys)
     keys.extend(os.environ.get(env, "") for _, env in settings.upstream_key_envs)
     if settings.redis_url:
         keys.append(urlsplit(settings.redis_url).password or "")
+    for root in settings.all_upstreams():
+        keys.extend(url_credentials(root))
     return [k for k in keys if k]
+
+
+def url_credentials(url: str) -> list[str]:
+    """The password of `http://user:password@host` as written and decoded, and the Basic
+    credentials sent for it (base64 of user:password, as backends/upstream.py sends them):
+    what an upstream that repeats its Authorization header would show."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return []
+    user, password = unquote(parts.username or ""), unquote(parts.password)
+    basic = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    return [parts.password, password, basic]

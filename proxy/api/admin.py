@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxy.capabilities.schema import is_glob
+from proxy.observability.redact import client_secrets
 from proxy.services import Services
 from proxy.settings import redact_url
 from proxy.types import Profile
@@ -51,8 +52,10 @@ async def admin_capabilities(request: Request) -> Response:
     if svc.server_tools is not None:  # names and states only: never commands, URLs or env
         body["server_tools"] = sorted(caps.server_tools)
         body["mcp_servers"] = svc.server_tools.state()
-    return Response(orjson.dumps(body, option=orjson.OPT_INDENT_2),
-                    media_type="application/json")
+    # Learned evidence is an upstream's text: masked as everything the console shows.
+    raw = orjson.dumps(body, option=orjson.OPT_INDENT_2)
+    redactor = svc.redactor.with_secrets(client_secrets(request.headers))
+    return Response(redactor.mask_bytes(raw), media_type="application/json")
 
 
 def _describe(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:

@@ -41,6 +41,7 @@ async def answer_or_error(ex: Exchange, work: Awaitable[Response], what: str) ->
 
 
 def error_reply(ex: Exchange, error: ApiError) -> Response:
+    error = error.masked(ex.redactor().mask)  # an upstream's text may repeat its credentials
     ex.finish(error.status, error.message)  # also reports a record settled unreported
     response = error.response()
     response.headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"

@@ -26,6 +26,7 @@ from proxy.backends.upstream import (
     forward_headers,
     iter_bytes,
     passthrough_response_headers,
+    read_whole,
     send,
 )
 from proxy.console.gate import validation_of
@@ -114,6 +115,8 @@ async def _open(ex: Exchange, path: str) -> Response:
     out_headers = passthrough_response_headers(response.headers)
     out_headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
     call.status = response.status_code
+    if response.status_code >= 400:
+        return await _error_answer(call, out_headers)
     return _Relayed(call, status_code=response.status_code, headers=out_headers,
                     background=BackgroundTask(call.close))
 
@@ -139,6 +142,24 @@ class _Relayed(StreamingResponse):
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         if not self.call.cut:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _error_answer(call: _Call, headers: dict[str, str]) -> Response:
+    """An upstream's error answer, read whole (decoded) and masked: its text may repeat
+    the credentials the upstream got. Answers that succeed stay streamed as they came."""
+    response = call.upstream_call.response
+    assert response is not None
+    try:
+        raw = await read_whole(response, call.upstream_call.upstream.root)
+    except ApiError as exc:  # the body broke off: the 502 is what the client gets
+        call.status, call.error = exc.status, exc.message
+        raise
+    finally:
+        await call.close()
+    for name in [k for k in headers if k.lower() == "content-encoding"]:
+        del headers[name]  # read_whole decoded the body
+    return Response(call.ex.redactor().mask_bytes(raw), status_code=response.status_code,
+                    headers=headers)
 
 
 class _Call:

@@ -168,6 +168,8 @@ async def _sse_body(run: ChatRun, direct: SseWriter | None = None) -> AsyncItera
             yield frame(batch[0]) if len(batch) == 1 else b"".join([frame(i) for i in batch])
         yield DONE_FRAME
     except ApiError as exc:
+        # A backend's own error event may repeat the credentials it got.
+        exc = exc.masked(run.ex.redactor().mask)
         yield _error_frame(exc.message, exc.status, exc.code) + DONE_FRAME
     except (GeneratorExit, anyio.get_cancelled_exc_class()):
         raise

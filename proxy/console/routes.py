@@ -26,6 +26,7 @@ from proxy.console.validate import record_validation, run_battery
 from proxy.console.yaml_edit import EditError, forget_text, promote_text
 from proxy.errors import ApiError
 from proxy.flow.exchange import now_iso
+from proxy.observability.redact import client_secrets
 from proxy.services import Services
 
 STATIC = Path(__file__).parent / "static"
@@ -49,9 +50,13 @@ def console_routes() -> list[BaseRoute]:
     ]
 
 
-def _json(body: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS), status_code=status,
-                    media_type="application/json")
+def _json(request: Request, body: Any, status: int = 200) -> Response:
+    """The console's JSON answer with every configured secret and the caller's key masked:
+    it shows upstream answers (bench), error texts and learned evidence, any of which an
+    upstream may have written with the credentials it got."""
+    raw = orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS)
+    redactor = _svc(request).redactor.with_secrets(client_secrets(request.headers))
+    return Response(redactor.mask_bytes(raw), status_code=status, media_type="application/json")
 
 
 def _svc(request: Request) -> Services:
@@ -73,7 +78,7 @@ async def page(request: Request) -> Response:
 
 
 async def models(request: Request) -> Response:
-    return _json(await describe_models(_svc(request)))
+    return _json(request, await describe_models(_svc(request)))
 
 
 async def requests(request: Request) -> Response:
@@ -83,12 +88,12 @@ async def requests(request: Request) -> Response:
     except ValueError:
         raise ApiError(400, "limit must be an integer", param="limit") from None
     items = svc.console.recent()[:limit]
-    return _json({"capacity": svc.console.capacity, "prompts_kept": svc.console.keep_prompts,
-                  "requests": items})
+    return _json(request, {"capacity": svc.console.capacity,
+                           "prompts_kept": svc.console.keep_prompts, "requests": items})
 
 
 async def bench_tools(request: Request) -> Response:
-    return _json({"sample_tools": SAMPLE_TOOLS})
+    return _json(request, {"sample_tools": SAMPLE_TOOLS})
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -147,7 +152,7 @@ async def bench(request: Request) -> Response:
     got: Any = text
     if "json" in answer.headers.get("content-type", ""):
         got = answer.json()
-    return _json({
+    return _json(request, {
         "request_id": answer.headers.get("x-request-id"),
         "client_sent": client_sent,
         "upstream_sent": capture.sent,
@@ -190,7 +195,7 @@ async def validate(request: Request) -> Response:
     result = await run_battery(model, send)
     at = now_iso()
     await anyio.to_thread.run_sync(record_validation, _svc(request).store, result, at)
-    return _json({**result, "at": at})
+    return _json(request, {**result, "at": at})
 
 
 async def promote(request: Request) -> Response:
@@ -213,4 +218,4 @@ async def _edit(request: Request, model: str, transform: Any, done: str) -> Resp
     except (OSError, ValueError) as exc:
         raise ApiError(409, f"capabilities file not changed: {exc}", code="edit_refused") from None
     _svc(request).telemetry.log.info("capabilities: %s %s through the console", model, done)
-    return _json({"model": model, "status": done, "generation": store.generation})
+    return _json(request, {"model": model, "status": done, "generation": store.generation})

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.tap import Tap
 from proxy.flow.learning import facts_from
+from proxy.observability.redact import Redactor, client_secrets
 from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services
 from proxy.types import Observation
@@ -39,6 +40,16 @@ class Exchange:
     def __post_init__(self) -> None:
         self.tap = self.svc.console.tap_for(self.request)
 
+    def redactor(self) -> Redactor:
+        """Masks every configured secret and the key this client sent: an upstream may
+        repeat what it got (the client's own Authorization or X-Api-Key included) in its
+        error text. Made only when there is text to mask (error paths)."""
+        return self.svc.redactor.with_secrets(client_secrets(self.request.headers))
+
+    def shown(self, text: str) -> str:
+        """`text` as a client, the console or a log line may show it."""
+        return self.redactor().mask(text)
+
     def overhead_ms(self) -> float:
         return max(0.0, (time.perf_counter() - self.started - self.upstream_s) * 1000)
 
@@ -48,7 +59,7 @@ class Exchange:
         if not self.finished:
             self.finished = True
             self.record.status = status
-            self.record.error = error
+            self.record.error = self.shown(error) if error else error
             self.record.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
             self.record.upstream_ms = round(self.upstream_s * 1000, 3)
             self.record.overhead_ms = round(self.overhead_ms(), 3)

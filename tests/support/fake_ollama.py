@@ -86,6 +86,9 @@ class FakeOllama:
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
         self.abandoned = 0
+        self.api_key: str | None = None
+        """set: every endpoint wants `Authorization: Bearer <api_key>` and otherwise
+        answers 401 repeating the Authorization and X-Api-Key it got (`_denied`)."""
         self.lock = threading.Lock()
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -111,6 +114,8 @@ class FakeOllama:
     async def _chat(self, request: Request) -> Response:
         body = orjson.loads(await request.body())
         self._record(request, body)
+        if (denied := self._denied(request)) is not None:
+            return denied
         model = _tagged(body.get("model", ""))
         if model not in self.models:
             return _v1_error(404, f"model '{body.get('model')}' not found", self.legacy)
@@ -143,6 +148,20 @@ class FakeOllama:
                 return True
             await asyncio.sleep(0.02)
         return False
+
+    def _denied(self, request: Request) -> Response | None:
+        """Ollama itself checks no key; behind a key-checking gateway (or as vLLM or
+        llama.cpp with --api-key) a wrong key is a 401 in the /v1 error envelope.
+        This one repeats the credentials it got, as a debugging gateway may: what
+        toolshim must never show a client."""
+        if self.api_key is None or \
+                request.headers.get("authorization") == f"Bearer {self.api_key}":
+            return None
+        got = [request.headers.get("authorization", ""), request.headers.get("x-api-key", "")]
+        return Response(orjson.dumps({"error": {
+            "message": "bad key: " + " / ".join(got), "type": "authentication_error",
+            "param": None, "code": "invalid_api_key"}}) + b"\n",
+            status_code=401, media_type="application/json")
 
     def _record(self, request: Request, body: dict[str, Any]) -> None:
         with self.lock:
@@ -210,6 +229,8 @@ class FakeOllama:
 
     async def _list(self, request: Request) -> Response:
         self._record(request, {})
+        if (denied := self._denied(request)) is not None:
+            return denied
         data = [{"id": name, "object": "model", "created": T, "owned_by": "library"}
                 for name in self.models] or None
         return Response(orjson.dumps({"object": "list", "data": data}),
@@ -218,6 +239,8 @@ class FakeOllama:
     async def _show(self, request: Request) -> Response:
         body = orjson.loads(await request.body())
         self._record(request, body)
+        if (denied := self._denied(request)) is not None:
+            return denied
         name = _tagged(body.get("model") or body.get("name") or "")
         info = self.models.get(name)
         if info is None or not info["show"]:
@@ -232,6 +255,8 @@ class FakeOllama:
     async def _embeddings(self, request: Request) -> Response:
         body = orjson.loads(await request.body())
         self._record(request, body)
+        if (denied := self._denied(request)) is not None:
+            return denied
         return Response(orjson.dumps({"object": "list", "model": body.get("model"), "data": [
             {"object": "embedding", "index": 0, "embedding": [0.1, 0.2, 0.3]}]}),
             media_type="application/json")
