@@ -36,7 +36,7 @@ from proxy.observability.startup import freeze_startup_heap, log_upstream_kind, 
 from proxy.observability.telemetry import Telemetry
 from proxy.server_tools.host import ToolHost
 from proxy.services import Services
-from proxy.settings import Settings, secrets
+from proxy.settings import Settings, redact_url, secrets
 from proxy.state import build_state
 from proxy.state.limits import Limiter
 
@@ -184,7 +184,7 @@ async def readyz(request: Request) -> Response:
         answers = await asyncio.gather(*(_ping(u) for u in svc.upstreams.values()))
         fresh = [root for root in answers if root]
     body: dict[str, Any] = {"capabilities": svc.store.last_error() or "ok",
-                            "upstreams_answering": fresh}
+                            "upstreams_answering": [redact_url(root) for root in fresh]}
     if svc.server_tools is not None and svc.server_tools.state():
         body["mcp_servers"] = svc.server_tools.state()  # a failed one does not stop traffic
     if svc.state.status() != "off":  # degraded Redis is not a reason to stop traffic

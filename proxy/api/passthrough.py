@@ -36,6 +36,7 @@ from proxy.flow.run import UpstreamCall
 from proxy.observability.telemetry import RequestRecord
 from proxy.scopes import cancel_scope
 from proxy.services import Services
+from proxy.settings import redact_url
 
 
 async def list_models(request: Request) -> Response:
@@ -68,7 +69,7 @@ def _annotate(svc: Services, entry: dict[str, Any], root: str) -> dict[str, Any]
         "tools": profile.tools,
         "source": profile.sources.get("tools", "built-in default"),
         "tool_format": profile.tool_format,
-        "upstream": root,
+        "upstream": redact_url(root),  # the connection keeps the credentials, never a view
         "validation": validation_of(svc.store, entry["id"]),
     }}
 

@@ -19,6 +19,7 @@ from proxy.backends.probe_failures import EXIT_OK, diagnose, diagnose_listing
 from proxy.backends.refusals import classify_refusal
 from proxy.capabilities.store import CapabilityStore
 from proxy.flow.learning import facts_from
+from proxy.settings import redact_url
 from proxy.types import JSON, Observation
 
 _PROBE_TOOL: JSON = {
@@ -115,7 +116,7 @@ async def run_probe_cli(
                 listed = await list_models(client, root)
                 if listed is None:
                     failure = await diagnose_listing(client, root)
-                    print(f"{root}: cannot list models: {failure.text}", file=out)
+                    print(f"{redact_url(root)}: cannot list models: {failure.text}", file=out)
                     failures.append(failure.exit_code)
                 targets += [(m, [root]) for m in listed or []]
         for model, candidates in targets:

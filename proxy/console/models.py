@@ -42,14 +42,21 @@ def _model(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:
         "tool_format": profile.tool_format,
         "profile": fields,
         "sources": {key: source_kind(sources.get(key)) for key in fields},
-        "learned": None if learned is None else learned.model_dump(
-            exclude_unset=True, by_alias=True, exclude={"validation"}),
+        "learned": None if learned is None else _shown(learned.model_dump(
+            exclude_unset=True, by_alias=True, exclude={"validation"})),
         "promotable": learned is not None and bool(learned.model_dump(
             exclude_unset=True, exclude=set(BOOKKEEPING))),
         "validation": None if learned is None or learned.validation is None
         else learned.validation.model_dump(),
         "counters": counters.as_json() if counters is not None else None,
     }
+
+
+def _shown(entry: dict[str, Any]) -> dict[str, Any]:
+    """A learned entry as shown: a file written before upstreams were stored without
+    their user:password may still hold them."""
+    upstream = entry.get("upstream")
+    return {**entry, "upstream": redact_url(upstream)} if isinstance(upstream, str) else entry
 
 
 def source_kind(origin: str | None) -> dict[str, str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from proxy.capabilities.schema import PROVENANCE
+from proxy.settings import redact_url
 from proxy.types import Observation
 
 FactSource = Literal["runtime_error", "probe", "observed"]
@@ -116,7 +117,11 @@ def _text(value: object) -> str | None:
 def facts_from(
     observations: Sequence[Observation], at: str, upstream: str | None
 ) -> list[LearnedFact]:
-    """The distinct facts the observations imply, in observation order."""
+    """The distinct facts the observations imply, in observation order.
+
+    `upstream` is provenance for people (capabilities.yaml, the console, other
+    replicas): it is kept without the URL's user:password."""
+    upstream = redact_url(upstream) if upstream else upstream
     facts: list[LearnedFact] = []
     seen: set[tuple[str, str]] = set()
     for obs in observations:
