@@ -18,22 +18,31 @@ from proxy.types import JSON
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 # Kimi K2 Thinking may skip `</think>` and go straight to its tool section
-# (kimi-k2-005, vLLM PR #32216): the section marker ends the reasoning.
+# (kimi-k2-005, vLLM PR #32216): the section marker ends the reasoning, but
+# only when no `</think>` follows it (before one, it is a thought or a mention).
 THINK_BREAKERS = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
 _WHOLE_FENCE = re.compile(r"\A\s*(`{3,}|~{3,})[^\n`]*\n(.*)\n[ \t]*\1[ \t]*\s*\Z", re.DOTALL)
 
 
 def think_end(text: str, start: int) -> tuple[int, int] | None:
-    """(where reasoning content ends, where the text resumes) after an open tag at start."""
-    ends = [(text.find(THINK_CLOSE, start), len(THINK_CLOSE))]
-    ends += [(text.find(marker, start), 0) for marker in THINK_BREAKERS]
-    found = [(at, at + skip) for at, skip in ends if at >= 0]
+    """(where reasoning content ends, where the text resumes) after an open tag at start:
+    the close tag, else a Kimi section marker (a block left unclosed, kimi-k2-005)."""
+    close = text.find(THINK_CLOSE, start)
+    if close >= 0:
+        return close, close + len(THINK_CLOSE)
+    breaker = first_breaker(text, start)
+    return None if breaker is None else (breaker, breaker)
+
+
+def first_breaker(text: str, start: int = 0) -> int | None:
+    """Where the first Kimi tool-section marker at or after start begins, if any."""
+    found = [at for marker in THINK_BREAKERS if (at := text.find(marker, start)) >= 0]
     return min(found) if found else None
 
 
 def split_reasoning(text: str) -> list[tuple[str, bool]]:
     """The reply as (piece, is_reasoning) pieces; a think block runs to its close
-    tag, a Kimi section marker, or the end of the text. Before an orphan close
+    tag, else a Kimi section marker, else the end of the text. Before an orphan close
     (thinking forced open by the prompt: only `</think>` appears), all is reasoning."""
     pieces: list[tuple[str, bool]] = []
     pos = 0

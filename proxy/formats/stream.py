@@ -21,6 +21,7 @@ from proxy.formats.detect import (
     THINK_BREAKERS,
     THINK_CLOSE,
     THINK_OPEN,
+    first_breaker,
     marker_set,
     partial_suffix,
     recover_with,
@@ -59,6 +60,10 @@ class StreamRecovery:
         self._holding = False
         self._retry_at = 0
         self._in_think = False
+        # Inside `<think>`, held from a Kimi section marker on: the text up to a
+        # close tag is reasoning; at the end of the answer, it is a tool section
+        # (kimi-k2-005). The last characters seen, for a close split across deltas.
+        self._section_tail: str | None = None
         self._fence: str | None = None  # the opening run of an answer's fence we are inside
         self._at_start = True
         # An orphan `</think>` (thinking forced open by the prompt) makes everything
@@ -92,6 +97,10 @@ class StreamRecovery:
         keep_reasoning, or holding a block and no try is due (_resolve)."""
         if self._undecided and not self._keep:
             return True
+        if self._section_tail is not None:
+            text = self._section_tail + delta
+            self._section_tail = text[-len(THINK_CLOSE) + 1 :]
+            return THINK_CLOSE not in text
         size = len(self._buf) + self._pending_size + len(delta)
         return self._holding and not ("\n" in delta and size >= self._retry_at)
 
@@ -179,8 +188,11 @@ class StreamRecovery:
             self._retry_at = 0
             out += self._pump(resolve=self._keep)
         if self._in_think:
-            out += self._reasoning(len(self._buf))
-        elif self._fence is not None:
+            breaker = first_breaker(self._buf)
+            out += self._reasoning(len(self._buf) if breaker is None else breaker)
+            # A section marker and no close tag after it: reasoning left unclosed.
+            self._in_think, self._section_tail = False, None
+        if self._fence is not None:
             out += self._text(self._buf)
         elif self._buf:
             result, name = self._recover(self._buf)
@@ -224,7 +236,11 @@ class StreamRecovery:
         if end is None:
             keep = len(self._buf) - partial_suffix(self._buf, (THINK_CLOSE, *THINK_BREAKERS))
             return self._reasoning(keep)
-        self._in_think = False
+        if end[0] == end[1]:
+            # A section marker: hold from it until a close tag or the end decides.
+            self._section_tail = self._buf[-len(THINK_CLOSE) + 1 :]
+            return self._reasoning(end[0])
+        self._in_think, self._section_tail = False, None
         return self._reasoning(end[1])
 
     def _fence_step(self) -> list[Item]:

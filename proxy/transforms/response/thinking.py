@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.formats.detect import THINK_BREAKERS, THINK_CLOSE, THINK_OPEN, partial_suffix
+from proxy.formats.detect import (
+    THINK_BREAKERS,
+    THINK_CLOSE,
+    THINK_OPEN,
+    partial_suffix,
+    think_end,
+)
 from proxy.transforms.response.choices import choice_zero, replace_choice
 from proxy.types import Chunk, Observation, ReasoningPolicy
 
@@ -28,27 +34,42 @@ class _Splitter:
     def __init__(self, inside: bool = False) -> None:
         self.inside = inside
         self.held = ""
+        self.section: list[str] | None = None
+        """inside reasoning, held from a Kimi section marker on: reasoning if a
+        close tag follows, the answer's tool section if the reply ends first."""
+        self.section_tail = ""
         self.fresh = True
         """nothing has gone out as content and no tag was seen yet."""
         self.opened_inside = False
         """a reply was found to start inside reasoning (an orphan close at its start)."""
 
     def push(self, text: str) -> tuple[str, str]:
+        if self.section is not None:
+            seen = self.section_tail + text
+            self.section.append(text)
+            self.section_tail = seen[-len(THINK_CLOSE) + 1 :]
+            if THINK_CLOSE not in seen:
+                return "", ""  # joined once a close tag arrives: linear in a long section
+            text, self.section = "".join(self.section), None
         buf, self.held = self.held + text, ""
         content: list[str] = []
         reasoning: list[str] = []
         while buf:
             if self.inside:
-                end = _first(buf, (THINK_CLOSE, *THINK_BREAKERS))
+                end = think_end(buf, 0)
                 if end is None:
                     keep = len(buf) - partial_suffix(buf, (THINK_CLOSE, *THINK_BREAKERS))
                     reasoning.append(buf[:keep])
                     self.held = buf[keep:]
                     break
-                at, tag = end
+                at, after = end
                 reasoning.append(buf[:at])
-                # Kimi's tool section ends reasoning but is content (kimi-k2-005).
-                buf = buf[at + len(tag) :] if tag == THINK_CLOSE else buf[at:]
+                if at == after:
+                    # Kimi's tool section ends reasoning left unclosed, and is
+                    # content (kimi-k2-005); before a close tag it is a thought.
+                    self.section, self.section_tail = [buf[at:]], buf[-len(THINK_CLOSE) + 1 :]
+                    break
+                buf = buf[after:]
                 self.inside = False
                 continue
             found = _first(buf, (THINK_OPEN, THINK_CLOSE))
@@ -74,8 +95,16 @@ class _Splitter:
             self.fresh = False
         return text, "".join(reasoning)
 
+    def holds(self) -> bool:
+        """Whether end() would release anything."""
+        return bool(self.held) or self.section is not None
+
     def end(self) -> tuple[str, str]:
         held, self.held = self.held, ""
+        if self.section is not None:
+            # No close tag came: the reasoning was left unclosed before a tool section.
+            section, self.section, self.inside = "".join(self.section), None, False
+            return section, ""
         return ("", held) if self.inside else (held, "")
 
 
@@ -125,7 +154,7 @@ class ThinkingSplit:
         # Both tags start with "<": text without one, outside reasoning and with
         # nothing held, is content as it stands (what `_Splitter.push` finds).
         split = self._split
-        return self._policy == "pass" or (not split.inside and not split.held
+        return self._policy == "pass" or (not split.inside and not split.holds()
                                           and "<" not in text)
 
     def plain_run_ok(self, texts: list[str], joined: str) -> int:
@@ -133,7 +162,7 @@ class ThinkingSplit:
         if self.plain_ok(joined):
             return len(texts)
         split = self._split
-        if split.inside or split.held:
+        if split.inside or split.holds():
             return 0
         return next(i for i, text in enumerate(texts) if "<" in text)
 
@@ -145,7 +174,7 @@ class ThinkingSplit:
 
     def plain_end_ok(self, finish_reason: str) -> bool:
         # Nothing held: the end releases nothing (`_Splitter.end`), inside or not.
-        return self._policy == "pass" or not self._split.held
+        return self._policy == "pass" or not self._split.holds()
 
     def take_plain_end(self) -> None:
         pass  # feed would note the chunk as the last one; flush, after it, adds nothing

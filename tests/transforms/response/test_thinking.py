@@ -61,6 +61,33 @@ def test_kimi_tool_section_ends_unclosed_reasoning() -> None:
     assert content == "<|tool_calls_section_begin|><|tool_call_begin|>x"
 
 
+_SECTION = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+    '<|tool_call_argument_begin|>{"city": "A"}<|tool_call_end|><|tool_calls_section_end|>'
+)
+
+
+@pytest.mark.parametrize("thought", [
+    "I could call " + _SECTION + " but the user only asked a definition.",
+    "Kimi's format uses <|tool_calls_section_begin|> tokens, not relevant.",
+])
+@pytest.mark.parametrize("size", [1, 5, 1000])
+def test_a_section_marker_before_a_close_tag_is_reasoning(thought: str, size: int) -> None:
+    text = "<think>\n" + thought + "\n</think>\nA barometer measures air pressure."
+    pieces = [text[at : at + size] for at in range(0, len(text), size)]
+    content, reasoning, _ = _run("move", pieces)
+    assert content == "\nA barometer measures air pressure."
+    assert reasoning == "\n" + thought + "\n"
+
+
+def test_a_section_marker_in_unclosed_reasoning_is_released_at_the_end() -> None:
+    text = "<think>need weather" + _SECTION
+    for size in (1, 3, 1000):
+        content, reasoning, _ = _run("move", [text[at : at + size]
+                                             for at in range(0, len(text), size)])
+        assert (content, reasoning) == (_SECTION, "need weather")
+
+
 def test_unfinished_stream_flushes_held_partial_tag() -> None:
     content, _, _ = _run("strip", ["Hello <thi"], finish=False)
     assert content == "Hello <thi"
