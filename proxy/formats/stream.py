@@ -37,7 +37,11 @@ _FENCE_LINE = re.compile(r"(?m)^[ \t]{0,3}(`{3,}|~{3,})")
 _FENCE_INFO = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*([^\n]*)\n")
 _JSON_INFO = ("", "json", "json5", "jsonc")
 _CONTEXT = 1000
-_LEADING = ("all\n",)  # Functionary v3.2's leading control word goes with its calls
+# Functionary v3.2 starts the answer after the prompt's `>>>`: with its control
+# word `all` and a newline (text follows; the word goes with the calls), or with
+# an offered tool's name, a newline and the JSON arguments (a call).
+_ALL = "all"
+_FIRST_LINE = re.compile(r"[ \t]*([^\s>]*)([ \t]*)")
 
 
 class StreamRecovery:
@@ -47,6 +51,7 @@ class StreamRecovery:
         self, tools: Mapping[str, JSON], preferred: str | None = None, keep_reasoning: bool = False
     ) -> None:
         self._tools = dict(tools)
+        self._leads = (_ALL, *self._tools)
         self._order, self._markers = _formats_and_markers(preferred, tuple(FORMATS.values()))
         self._keep = keep_reasoning
         self._marker_set = marker_set(self._markers)
@@ -132,7 +137,7 @@ class StreamRecovery:
         if not self.holds_nothing():
             return False
         if self._quiet.search(text) is None and not (
-                self._at_start and not self._line and _may_lead(text)):
+                self._at_start and not self._line and self._lead(text) is not None):
             # No character a marker, a line-start block or a fence needs (nor, at the
             # answer's start, a leading control word): only a marker's beginning at
             # the very end is left to rule out.
@@ -285,11 +290,9 @@ class StreamRecovery:
         buf = self._buf
         found: list[tuple[int, str]] = []
         if self._at_start and not self._line:
-            for lead in _LEADING:
-                if lead.startswith(buf):
-                    found.append((0, "partial"))
-                elif buf.startswith(lead):
-                    found.append((0, "marker"))
+            lead = self._lead(buf)
+            if lead is not None:
+                found.append((0, lead))
         hit = self._marker_set.first(buf)
         if hit is not None:
             found.append((hit[0], "think" if hit[1] == THINK_OPEN else "marker"))
@@ -307,6 +310,29 @@ class StreamRecovery:
             found.append((partial.start(1) - len(self._line), "partial"))
         found.append((len(buf) - self._marker_set.partial_suffix(buf), "partial"))
         return min(found)
+
+    def _lead(self, buf: str) -> str | None:
+        """At the answer's start, whether buf begins Functionary v3.2's first line:
+        "marker" for `all` + newline or an offered name + newline + `{`, "partial"
+        while the first line (or the blanks after the name's line) could still
+        become one, None once it cannot. Prose is held at most its first line,
+        and only while that line is, or begins, an offered name."""
+        head = _FIRST_LINE.match(buf)
+        assert head is not None  # every group may be empty
+        word, after = head.group(1), head.end()
+        if after == len(buf):
+            if head.group(2):
+                return "partial" if word in self._leads else None
+            return "partial" if any(lead.startswith(word) for lead in self._leads) else None
+        if buf[after] != "\n" or word not in self._leads:
+            return None
+        if word == _ALL:
+            return "marker"
+        rest = buf[after + 1 :]
+        body = rest.lstrip()
+        if not body:
+            return "partial"
+        return "marker" if body[0] == "{" else None
 
     def _resolve(self) -> list[Item] | None:
         """Release the held block once prose after it settles what it is."""
@@ -423,9 +449,6 @@ def _formats_and_markers(
     return order, tuple(sorted(markers | {THINK_OPEN}, key=len, reverse=True))
 
 
-def _may_lead(text: str) -> bool:
-    """Whether text is, or begins, or is the beginning of, a leading control word."""
-    return any(lead.startswith(text) or text.startswith(lead) for lead in _LEADING)
 
 
 @functools.lru_cache(maxsize=64)
