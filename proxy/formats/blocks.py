@@ -145,14 +145,36 @@ def section_block(
 ) -> Block:
     """A block holding several calls: offered ones recovered, the rest kept.
 
-    parts pairs each call with its raw text. If no call names an offered
-    tool, the whole block stays verbatim.
+    parts pairs each call with its raw text, in order. If no call names an
+    offered tool, the whole block stays verbatim. Otherwise only the offered
+    calls' text is taken out: the others stay as written, with what the block
+    has before its first call and after its last (a marker, a bracket) and the
+    separator written before each (`, `, a newline, a repeated marker). Raw
+    text that is not a slice of the block (re-serialised) is only joined.
     """
     known = tuple(call for call, _ in parts if call.name in tools)
     if not known:
         return Block(start, end, (), text[start:end])
-    keep = "\n".join(raw for call, raw in parts if call.name not in tools)
-    return Block(start, end, known, keep)
+    spans: list[tuple[int, int]] = []
+    pos = start
+    for _, raw in parts:
+        at = text.find(raw, pos, end) if raw else -1
+        if at < 0:
+            keep = "\n".join(raw for call, raw in parts if call.name not in tools)
+            return Block(start, end, known, keep)
+        spans.append((at, at + len(raw)))
+        pos = at + len(raw)
+    pieces = [text[start : spans[0][0]]]
+    kept_any = False
+    for index, ((call, _), (item_start, item_end)) in enumerate(zip(parts, spans, strict=True)):
+        if call.name in tools:
+            continue
+        if kept_any:
+            pieces.append(text[spans[index - 1][1] : item_start])
+        pieces.append(text[item_start:item_end])
+        kept_any = True
+    pieces.append(text[spans[-1][1] : end])
+    return Block(start, end, known, "".join(pieces) if kept_any else "")
 
 
 def tool_list(tools: Sequence[ToolDef]) -> str:

@@ -58,10 +58,11 @@ def _closed_fallback(
 ) -> Block | None:
     """Body up to the close tag when the bracket scan fails (an apostrophe in a comment)."""
     end = text.find(close, body)
-    if end < 0 or not text[body:end].strip().startswith(("{", "[")):
+    source = text[body:end].strip()
+    if end < 0 or not source.startswith(("{", "[")):
         return None
-    decoded = decode(text[body:end].strip())
-    calls = call_parts(decoded, strict_keys=False) if decoded is not None else None
+    decoded = decode(source)
+    calls = call_parts(decoded, strict_keys=False, source=source) if decoded is not None else None
     if calls is None:
         return None
     return section_block(text, at, end + len(close), calls, tools)

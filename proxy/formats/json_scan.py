@@ -42,7 +42,7 @@ _VALID_ESCAPE = frozenset('\\"/bfnrt')
 # the opener but keeps `</tool_call>`, hermes-015); none of them is prose.
 TRAILERS = ("</tool_call>", "<|eom_id|>", "<|eot_id|>", "<|end_of_text|>", "</s>")
 
-def skip_space(text: str, pos: int, chars: str | None = None) -> int:
+def skip_space(text: str, pos: int = 0, chars: str | None = None) -> int:
     """The first position at or after pos that is not whitespace (or not in chars)."""
     if chars is None:
         match = _SPACE.match(text, pos)
@@ -97,8 +97,13 @@ def _fix_escape(match: re.Match[str]) -> str:
     return match.group() if escaped in _VALID_ESCAPE or len(escaped) == 5 else "\\" + match.group()
 
 
-def call_parts(value: Any, strict_keys: bool = False) -> list[tuple[ParsedCall, str]] | None:
-    """A decoded value as calls (object, array, or wrapper), each with its JSON text.
+def call_parts(
+    value: Any, strict_keys: bool = False, source: str | None = None
+) -> list[tuple[ParsedCall, str]] | None:
+    """A decoded value as calls (object, array, or wrapper), each with its text:
+    the item as written in source (the text value was decoded from) when the
+    items can be found there, else re-serialised (blocks.section_block keeps an
+    unknown tool's item as written, at its place).
 
     None if any item is not call-shaped. With strict_keys, an object with keys
     other than a call's is data that happens to have a "name" (json-block-016).
@@ -118,7 +123,49 @@ def call_parts(value: Any, strict_keys: bool = False) -> list[tuple[ParsedCall, 
         if call is None:
             return None
         parts.append((call, dumps(item)))
-    return parts or None
+    return as_written(parts, source) if parts and source is not None else parts or None
+
+
+def as_written(
+    parts: list[tuple[ParsedCall, str]], source: str
+) -> list[tuple[ParsedCall, str]]:
+    """parts with each item's text taken from source where item_sources finds it."""
+    written = item_sources(source, len(parts))
+    if written is None:
+        return parts
+    return [(call, raw) for (call, _), raw in zip(parts, written, strict=True)]
+
+
+_WRAPPER_KEY = re.compile(r"""\s*(["'])tool_calls?\1\s*:\s*""")
+
+
+def item_sources(source: str, count: int) -> list[str] | None:
+    """The text of each of the count call items in source (an object, an array
+    of objects, or a `tool_calls` / `tool_call` wrapper), or None when the items
+    cannot be told apart that simply (comments between them, say)."""
+    start = skip_space(source)
+    if source.startswith("{", start):
+        wrapper = _WRAPPER_KEY.match(source, start + 1)
+        inner = wrapper.end() if wrapper is not None else -1
+        if wrapper is not None and source.startswith(("{", "["), inner):
+            found = item_sources(source[inner : scan_json_value(source, inner) or inner], count)
+            if found is not None:
+                return found
+        end = scan_json_value(source, start)
+        return [source[start:end]] if end is not None and count == 1 else None
+    if not source.startswith("[", start):
+        return None
+    items: list[str] = []
+    pos = skip_space(source, start + 1)
+    while source.startswith("{", pos):
+        end = scan_json_value(source, pos)
+        if end is None:
+            return None
+        items.append(source[pos:end])
+        pos = skip_space(source, end)
+        if source.startswith(",", pos):
+            pos = skip_space(source, pos + 1)
+    return items if len(items) == count and source.startswith("]", pos) else None
 
 
 def chain_at(text: str, pos: int, strict_keys: bool
@@ -127,14 +174,14 @@ def chain_at(text: str, pos: int, strict_keys: bool
     found = value_at(text, pos)
     if found is None:
         return None
-    calls = call_parts(found[0], strict_keys)
+    calls = call_parts(found[0], strict_keys, text[pos : found[1]])
     if calls is None:
         return None
     end = found[1]
     while True:
         nxt = skip_space(text, skip_space(text, end, " \t;"), " \t\r\n;")
         more = value_at(text, nxt) if nxt < len(text) and text[nxt] in "{[" else None
-        extra = call_parts(more[0], strict_keys) if more is not None else None
+        extra = call_parts(more[0], strict_keys, text[nxt : more[1]]) if more is not None else None
         if more is None or extra is None:
             return calls, end
         calls.extend(extra)
@@ -263,6 +310,7 @@ def wrapped_json_block(
     parts = to_parts(found[0]) if found is not None else None
     if found is None or parts is None:
         return None
+    parts = as_written(parts, text[at + len(opener) : found[1]])
     return section_block(text, at, past_close(text, found[1], closer), parts, tools)
 
 

@@ -36,7 +36,7 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     parts = call_list(source)
     if parts is None:
         decoded = loads_lenient(source)
-        parts = call_parts(decoded[0]) if decoded is not None else None
+        parts = call_parts(decoded[0], source=source) if decoded is not None else None
     if parts is None:
         return None
     return section_block(text, at, past_close(text, end, _CLOSE), parts, tools)

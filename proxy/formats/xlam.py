@@ -43,7 +43,7 @@ When you call tools, reply with only a JSON array of calls, each an object with 
 def _fenced(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     fence = _FENCE.match(text, at)
     found = json_at(text, fence.end()) if fence else None
-    parts = call_parts(found[0]) if found else None
+    parts = call_parts(found[0], source=text[fence.end() : found[1]]) if fence and found else None
     if fence is None or found is None or parts is None:
         return None
     end = skip_space(text, found[1])
@@ -66,7 +66,7 @@ def _whole_fence(text: str, at: int) -> Block | None:
 
 def _bare(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     found = json_at(text, at)
-    parts = call_parts(found[0]) if found else None
+    parts = call_parts(found[0], source=text[at : found[1]]) if found else None
     rest = _LINE_REST.match(text, found[1]) if found else None
     if found is None or parts is None or rest is None:
         return None  # JSON inside a line of prose is never a call

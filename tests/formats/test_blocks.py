@@ -1,15 +1,19 @@
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from sample_corpus import SCHEMAS, squash
 
+from proxy.formats import recover
 from proxy.formats.base import ParsedCall
 from proxy.formats.blocks import Block, find_blocks, protected_spans, section_block, splice
 from proxy.formats.json_scan import call_from_object, json_at, past_close
+from proxy.formats.stream import StreamRecovery
 
 _CALL = "<c>"
 
@@ -63,6 +67,54 @@ def test_section_block_mixed_and_all_unknown() -> None:
     assert (mixed.calls, mixed.keep) == ((ParsedCall("b", {}),), "RAW-A")
     none = section_block("0123456789", 2, 8, parts, {})
     assert (none.calls, none.keep) == ((), "234567")
+
+
+_WEATHER = '{"name": "get_weather", "arguments": {"city": "A"}}'
+_BOOK_PY = "{'name': 'book', 'arguments': {'to': 'JFK', 'ok': True}}"
+# A block with an offered and an unknown call: only the offered call's text is
+# taken out. The unknown call stays byte for byte as written, inside what the
+# block has around its calls (marker, brackets, close tag) and after the
+# separator written before it, so it reads as the model wrote it (spec: an
+# unknown call stays verbatim at its place; only the offered one is removed).
+MIXED = [
+    ('[TOOL_CALLS][{"name": "book", "arguments": {}}, ' + _WEATHER + "]",
+     '[TOOL_CALLS][{"name": "book", "arguments": {}}]'),
+    ("[TOOL_CALLS][" + _WEATHER + ', {"name": "book", "arguments": {}}]',
+     '[TOOL_CALLS][{"name": "book", "arguments": {}}]'),
+    ('[TOOL_CALLS]book_flight[ARGS]{"to": "JFK"}[TOOL_CALLS]get_weather[ARGS]{"city": "A"}',
+     '[TOOL_CALLS]book_flight[ARGS]{"to": "JFK"}'),
+    ('[TOOL_CALLS]get_weather[ARGS]{"city": "A"}[TOOL_CALLS]book_flight[ARGS]{"to": "JFK"}',
+     '[TOOL_CALLS]book_flight[ARGS]{"to": "JFK"}'),
+    ("Sure.\n<tool_call>\n" + _BOOK_PY + "\n{'name': 'get_weather', 'arguments': {'city': 'A'}}"
+     "\n</tool_call>\nDone.",
+     "Sure.\n<tool_call>\n" + _BOOK_PY + "\n</tool_call>\nDone."),
+    ('{"tool_calls": [{"name": "book", "arguments": {"to": "JFK"}}, ' + _WEATHER + "]}",
+     '{"tool_calls": [{"name": "book", "arguments": {"to": "JFK"}}]}'),
+    ('functools[{"name": "book", "arguments": {}}, ' + _WEATHER + "]",
+     'functools[{"name": "book", "arguments": {}}]'),
+]
+
+
+@pytest.mark.parametrize(("text", "rest"), MIXED)
+def test_a_mixed_block_keeps_the_unknown_call_as_written(text: str, rest: str) -> None:
+    result, _ = recover(text, {"get_weather": SCHEMAS["get_weather"]})
+    assert result.calls == (ParsedCall("get_weather", {"city": "A"}),)
+    assert result.text == rest
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=st.sampled_from(MIXED), cuts=st.lists(st.integers(0, 150), max_size=5))
+def test_a_mixed_block_streams_as_the_whole_text_gives(
+    case: tuple[str, str], cuts: list[int]
+) -> None:
+    text, rest = case
+    parser = StreamRecovery({"get_weather": SCHEMAS["get_weather"]}, keep_reasoning=True)
+    bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
+    items = [item for a, b in itertools.pairwise(bounds) for item in parser.feed(text[a:b])]
+    items += parser.flush()
+    assert [i for i in items if isinstance(i, ParsedCall)] == [
+        ParsedCall("get_weather", {"city": "A"})]
+    assert squash("".join(i for i in items if isinstance(i, str))) == squash(rest)
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,8 @@ def test_unknown_mixed_and_truncated() -> None:
         SCHEMAS,
     )
     assert mixed.calls == (ParsedCall("read_file", {"path": "b"}),)
-    assert mixed.text == unknown
+    # Only the offered call is taken out: the unknown one stays as written,
+    # behind the section opener it was written after.
+    assert mixed.text == "<｜tool▁calls▁begin｜>" + unknown
     cut = '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>bash\n```json\n{"command": "rm'
     assert (FORMAT.parse(cut, SCHEMAS).calls, FORMAT.parse(cut, SCHEMAS).text) == ((), cut)

@@ -38,7 +38,8 @@ def test_mixed_section_keeps_unknown_invoke() -> None:
     )
     result = FORMAT.parse(text, SCHEMAS)
     assert result.calls == (ParsedCall("read_file", {"path": "a"}),)
-    assert result.text == unknown.strip()
+    # Only the offered invoke is taken out; the unknown one stays as written, in its section.
+    assert result.text == "<minimax:tool_call>\n" + unknown + "</minimax:tool_call>"
 
 
 def test_only_unknown_stays_verbatim() -> None:

@@ -35,4 +35,5 @@ def test_mixed_array_keeps_unknown_element() -> None:
     text = 'functools[{"name": "book_flight", "arguments": {}}, {"name": "read_file", "arguments": {"path": "a"}}]'
     calls, rest = _parse(text)
     assert calls == (ParsedCall("read_file", {"path": "a"}),)
-    assert rest == '{"name":"book_flight","arguments":{}}'
+    # Only the offered element is taken out: the rest reads as the model wrote it.
+    assert rest == 'functools[{"name": "book_flight", "arguments": {}}]'
