@@ -201,6 +201,10 @@ class StreamRecovery:
             out += self._text(self._buf)
         elif self._buf:
             result, name = self._recover(self._buf)
+            if not result.calls:
+                # Nothing recovered: the text goes on as it came, even all blanks (a
+                # ParseResult says None for those; the answer's start may hold them).
+                result = ParseResult((), self._line + self._buf)
             out += self._result(result, name)
         self._buf = ""
         return out

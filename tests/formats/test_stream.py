@@ -34,6 +34,8 @@ PROSE = st.text(alphabet="abcdefg XYZ.,!?'\"-:;()0123456789\n", max_size=200)
 
 
 @settings(max_examples=200, deadline=None)
+@example(text=" ", sizes=[])  # blanks held at the answer's start (a Functionary name?)
+@example(text="get", sizes=[])  # an offered name's beginning, then the end
 @given(PROSE, st.lists(st.integers(1, 20), max_size=30))
 def test_prose_without_markers_is_never_held_beyond_a_marker_prefix(
     text: str, sizes: list[int]
