@@ -93,8 +93,11 @@ class StreamRecovery:
 
     def _think_tag_in(self, delta: str) -> bool:
         """Whether a think tag completes in delta (it may have begun in an earlier one)."""
+        if not self._tag_tail and "<" not in delta:
+            return False  # a tag starts with "<": none in this delta nor pending before it
         text = self._tag_tail + delta
-        self._tag_tail = text[-len(THINK_CLOSE) + 1 :]
+        tail = text[-len(THINK_CLOSE) + 1 :]
+        self._tag_tail = tail if "<" in tail else ""  # only a "<" can begin a split tag
         return THINK_OPEN in text or THINK_CLOSE in text
 
     def _waits(self, delta: str) -> bool:
