@@ -8,15 +8,13 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 import pytest
 from ruamel.yaml import YAML
-from starlette.applications import Starlette
 from support.battery import good_answers, script, weak_answers
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.inprocess import InProcessApps
 
-from proxy.app import create_app
 from proxy.settings import Settings
 from tests.support.capfile import replace_text
 
@@ -51,21 +49,9 @@ def caps_file(caps_path: Path) -> Path:
 async def console(make_settings: Callable[..., Settings], caps_file: Path
                   ) -> AsyncIterator[Callable[..., Any]]:
     """Make an in-process app with these settings; yields an httpx client factory."""
-    opened: list[tuple[Any, httpx.AsyncClient]] = []
-
-    async def make(**overrides: Any) -> httpx.AsyncClient:
-        app: Starlette = create_app(make_settings(probe=False, **overrides))
-        lifespan = app.router.lifespan_context(app)
-        await lifespan.__aenter__()
-        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://toolshim", timeout=30)
-        opened.append((lifespan, http))
-        return http
-
-    yield make
-    for lifespan, http in reversed(opened):
-        await http.aclose()
-        await lifespan.__aexit__(None, None, None)
+    apps = InProcessApps(make_settings)
+    yield apps.open
+    await apps.close()
 
 
 def _chat(model: str, **extra: Any) -> dict[str, Any]:

@@ -16,10 +16,9 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from starlette.applications import Starlette
 from support.fake_ollama import FakeOllama, Reply
+from support.inprocess import InProcessApps
 
-from proxy.app import create_app
 from proxy.observability.redact import MASK
 from proxy.settings import Settings
 
@@ -36,23 +35,15 @@ async def start(make_settings: Callable[..., Settings], fake: FakeOllama, fake_u
     """Start the app in process; `upstream_key=True` configures UPKEY for the fake."""
     fake.api_key = "the-key-the-upstream-wants"
     monkeypatch.setenv("TEST_ECHO_UPSTREAM_KEY", UPKEY)
-    opened: list[tuple[Any, httpx.AsyncClient]] = []
+    apps = InProcessApps(make_settings, timeout=20)
 
     async def make(*, upstream_key: bool = True, **overrides: Any) -> httpx.AsyncClient:
         if upstream_key:
             overrides["upstream_key_envs"] = ((fake_url, "TEST_ECHO_UPSTREAM_KEY"),)
-        app: Starlette = create_app(make_settings(probe=False, **overrides))
-        lifespan = app.router.lifespan_context(app)
-        await lifespan.__aenter__()
-        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://toolshim", timeout=20)
-        opened.append((lifespan, http))
-        return http
+        return await apps.open(**overrides)
 
     yield make
-    for lifespan, http in opened:
-        await http.aclose()
-        await lifespan.__aexit__(None, None, None)
+    await apps.close()
 
 
 def _masked(text: str, *secrets: str) -> None:
