@@ -10,11 +10,14 @@ ends.
 from __future__ import annotations
 
 import http.client
+import logging
 import socket
 import time
 from typing import Any
 
+import httpx
 import orjson
+import pytest
 from support.fake_ollama import FakeOllama, Reply
 
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
@@ -68,3 +71,28 @@ def test_a_client_that_stops_reading_gets_the_whole_stream_in_order(
         text, done = _contents(_stream_read_late(proxy_url, tools))
         assert text == "".join(pieces), f"tools={tools}"
         assert done
+
+
+def test_a_client_that_stops_reading_and_leaves_frees_the_upstream(
+        fake: FakeOllama, proxy_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    # The relay is waiting on the full socket (a pending write) when the client goes:
+    # the upstream request must be closed and the request logged once, as a 499.
+    caplog.set_level(logging.INFO, logger="toolshim")
+    fake.reply("qwen3:8b", Reply(content=["x" * 20_000 for _ in range(2_000)], delay=0.001))
+    host, port = proxy_url.removeprefix("http://").split(":")
+    conn = _SmallWindow(host, int(port), timeout=30)
+    conn.request("POST", "/v1/chat/completions", headers={"content-type": "application/json"},
+                 body=orjson.dumps({"model": "qwen3:8b", "stream": True, "messages": MSG}))
+    assert conn.getresponse().status == 200
+    time.sleep(0.5)  # the socket fills; the answer is far from its end (40 MB)
+    conn.close()
+    deadline = time.monotonic() + 5
+    while fake.abandoned == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert fake.abandoned == 1
+    while time.monotonic() < deadline and not [r for r in caplog.records
+                                               if r.getMessage() == "request"]:
+        time.sleep(0.02)
+    (line,) = [r for r in caplog.records if r.getMessage() == "request"]
+    assert line.record["status"] == 499  # type: ignore[attr-defined]
+    assert httpx.get(f"{proxy_url}/healthz").status_code == 200  # and it serves on
