@@ -92,31 +92,40 @@ class ChatStream(SseResponse):
 
     def _body(self, send: Send) -> AsyncIterator[bytes]:
         # A send that is not a coroutine function cannot be driven from a callback.
-        direct = SseWriter(send) if inspect.iscoroutinefunction(send) else None
+        direct = SseWriter(send, frames) if inspect.iscoroutinefunction(send) else None
         return _sse_body(self.run, direct)
+
+
+def frames(batch: list[ChunkOut]) -> bytes:
+    """A batch as the SSE bytes a chat client gets."""
+    return frame(batch[0]) if len(batch) == 1 else b"".join([frame(i) for i in batch])
 
 
 class SseWriter:
     """A stream's batches written from the upstream's read callback (`DirectWriter`).
 
-    A batch is framed as the task frames it, and `send` (the edge's, then the
-    server's) is run to its end right there: it does not wait unless the client's
-    socket is full (uvicorn then waits for it to drain). A send that waits is left
-    pending; `flush()`, in the task, finishes it, and until then nothing else is
-    written (the turn reads on from the task).
+    A batch is encoded as the task encodes it (`encode`: SSE frames of chat chunks,
+    or of the Responses events they make; b"" writes nothing), and `send` (the
+    edge's, then the server's) is run to its end right there: it does not wait
+    unless the client's socket is full (uvicorn then waits for it to drain). A send
+    that waits is left pending; `flush()`, in the task, finishes it, and until then
+    nothing else is written (the turn reads on from the task).
     """
 
-    __slots__ = ("first_at", "pending", "send")
+    __slots__ = ("encode", "first_at", "pending", "send")
 
-    def __init__(self, send: Send) -> None:
+    def __init__(self, send: Send, encode: Callable[[list[ChunkOut]], bytes]) -> None:
         self.send = send
+        self.encode = encode
         self.first_at: float | None = None
         self.pending: tuple[Coroutine[Any, Any, None], Any] | None = None
 
     def write(self, batch: list[ChunkOut]) -> bool:
         if self.first_at is None:
             self.first_at = time.perf_counter()
-        body = frame(batch[0]) if len(batch) == 1 else b"".join([frame(i) for i in batch])
+        body = self.encode(batch)
+        if not body:
+            return True
         sending = cast(Coroutine[Any, Any, None], self.send(
             {"type": "http.response.body", "body": body, "more_body": True}))
         try:
@@ -165,7 +174,7 @@ async def _sse_body(run: ChatRun, direct: SseWriter | None = None) -> AsyncItera
     try:
         async for batch in run.batches(direct):
             # One item per batch is what a slow stream's reads make: no list, no join.
-            yield frame(batch[0]) if len(batch) == 1 else b"".join([frame(i) for i in batch])
+            yield frames(batch)
         yield DONE_FRAME
     except ApiError as exc:
         # A backend's own error event may repeat the credentials it got.

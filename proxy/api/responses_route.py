@@ -10,6 +10,7 @@ chunks it hands its client are translated to Responses events
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,11 +18,12 @@ from typing import Any
 import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import Send
 
 from proxy.api.chat_request import read_body
 from proxy.api.disconnect import unless_client_leaves
 from proxy.api.failures import answer_or_error, client_left
-from proxy.api.relay import SseResponse
+from proxy.api.relay import SseResponse, SseWriter
 from proxy.api.responses_events import Event, ResponseBuilder
 from proxy.api.responses_request import Translated, to_chat, validate
 from proxy.api.responses_store import ResponsesStore, owner_of
@@ -29,7 +31,7 @@ from proxy.chat import run_chat
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.run import ChatRun
-from proxy.flow.translate import as_chunks
+from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.observability.telemetry import RequestRecord
 from proxy.scopes import cancel_scope
 from proxy.services import Services
@@ -47,15 +49,20 @@ _DEFAULTS: JSON = {"instructions": None, "tool_choice": "auto", "parallel_tool_c
 class ChatOutput:
     """What the chat flow hands its client: its headers, then its chunks as they come.
 
-    `batches` yields the chunks of one piece of the answer together (one list per
-    upstream read), so the client gets one write per piece, as a chat stream does.
+    `batches()` yields the chunks of one piece of the answer together (one list per
+    upstream read), so the client gets one write per piece, as a chat stream does;
+    with a `direct` writer, pieces that arrive while the flow waits go to it instead,
+    from the upstream's read callback (`ChatRun.batches`).
     """
 
     headers: dict[str, str]
-    batches: AsyncIterator[list[Chunk]]
+    run: ChatRun
     close: Callable[[], Awaitable[None]]
     """frees what the flow holds (upstream response, limiter slot) even if `batches`
     is never started, e.g. when the client leaves before the body begins."""
+
+    def batches(self, direct: SseWriter | None = None) -> AsyncIterator[list[Chunk]]:
+        return _run_batches(self.run, direct)
 
 
 async def _chat_chunks(ex: Exchange, chat: ChatRequest) -> ChatOutput:
@@ -69,12 +76,12 @@ async def _chat_chunks(ex: Exchange, chat: ChatRequest) -> ChatOutput:
     if run is None:
         raise client_left()
     headers = {k: v for k, v in run.headers().items() if k.startswith("x-toolshim-")}
-    return ChatOutput(headers, _run_batches(run), run.aclose)
+    return ChatOutput(headers, run, run.aclose)
 
 
-async def _run_batches(run: ChatRun) -> AsyncIterator[list[Chunk]]:
+async def _run_batches(run: ChatRun, direct: SseWriter | None) -> AsyncIterator[list[Chunk]]:
     try:
-        async for batch in run.batches():
+        async for batch in run.batches(direct):
             # The fast path hands chunks over as the upstream's JSON bytes.
             yield as_chunks(batch)  # a keep-alive becomes an empty batch
     finally:
@@ -109,9 +116,8 @@ async def _handle(ex: Exchange, store: ResponsesStore) -> Response:
     if body.get("stream"):
         # The flow's own close runs at the response's end too (it runs once): if the
         # client leaves before the body starts, only that frees the upstream and slot.
-        return SseResponse(_events(ex, builder, output, translated, keep),
-                           dict(output.headers), on_close=output.close)
-    async for batch in output.batches:
+        return _ResponsesStream(ex, builder, output, translated, keep)
+    async for batch in output.batches():
         builder.feed_all(batch)
     builder.finish()
     _keep(ex, keep, builder, translated)
@@ -135,11 +141,35 @@ def _echo(body: JSON, translated: Translated) -> JSON:
     return echo
 
 
+class _ResponsesStream(SseResponse):
+    """A Responses event stream: once it flows, the chat chunks of each upstream read
+    become events and are written from the read callback (relay.SseWriter), the rest
+    by the task; both through the one builder, so the events are the same."""
+
+    def __init__(self, ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
+                 translated: Translated, keep: ResponsesStore | None) -> None:
+        super().__init__(None, dict(output.headers), on_close=output.close)
+        self.args = ex, builder, output, translated, keep
+
+    def _body(self, send: Send) -> AsyncIterator[bytes]:
+        builder = self.args[1]
+
+        def encode(batch: list[ChunkOut]) -> bytes:
+            return _frames(builder.feed_all(as_chunks(batch)))
+
+        direct = SseWriter(send, encode) if inspect.iscoroutinefunction(send) else None
+        return _events(*self.args, direct)
+
+
 async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
-                  translated: Translated, keep: ResponsesStore | None) -> AsyncIterator[bytes]:
+                  translated: Translated, keep: ResponsesStore | None,
+                  direct: SseWriter | None = None) -> AsyncIterator[bytes]:
+    # The flow's own close runs at the response's end too (it runs once): if the
+    # client leaves before the body starts, only that frees the upstream and slot.
     yield _frames(builder.start())
+    batches = output.batches(direct)
     try:
-        async for batch in output.batches:
+        async for batch in batches:
             if not batch:  # the flow is waiting (server tools): a comment keeps the client
                 yield KEEPALIVE_FRAME
                 continue
@@ -154,7 +184,7 @@ async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
         yield _frames(builder.fail("internal error in toolshim"))
     finally:
         with cancel_scope(shield=True):
-            await output.batches.aclose()  # type: ignore[attr-defined]
+            await batches.aclose()  # type: ignore[attr-defined]
     _keep(ex, keep, builder, translated)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from proxy.api.relay import SseWriter
+from proxy.api.relay import SseWriter, frames
 from proxy.sse import SseFrames
 
 
@@ -25,7 +25,7 @@ async def test_a_send_that_does_not_wait_is_written_at_once_framed_as_the_task_f
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    writer = SseWriter(send)
+    writer = SseWriter(send, frames)
     assert writer.first_at is None
     assert writer.write([b'{"a":1}', {"b": 2}, SseFrames(b'data: {"c":3}\n\n')])
     assert sent == [{"type": "http.response.body", "more_body": True,
@@ -47,7 +47,7 @@ async def test_a_send_that_waits_is_finished_by_flush_once_and_in_order() -> Non
             await socket_free.wait()
         sent.append(message["body"])
 
-    writer = SseWriter(send)
+    writer = SseWriter(send, frames)
     assert not writer.write([b'{"n":1}'])  # left pending: nothing written yet
     assert sent == []
     flushing = asyncio.create_task(writer.flush())
@@ -74,7 +74,7 @@ async def test_a_send_that_waits_several_times_is_followed_to_its_end() -> None:
                 await asyncio.sleep(0.001)
         steps.append("written")
 
-    writer = SseWriter(send)
+    writer = SseWriter(send, frames)
     assert not writer.write([b"{}"])
     await writer.flush()
     assert steps == ["drain", "sleep", "drain again", "written"]
@@ -89,7 +89,7 @@ async def test_a_cancelled_flush_runs_the_sends_clean_up_and_stays_cancelled() -
         finally:
             cleaned.append(True)
 
-    writer = SseWriter(send)
+    writer = SseWriter(send, frames)
     assert not writer.write([b"{}"])
     flushing = asyncio.create_task(writer.flush())
     await asyncio.sleep(0)
@@ -111,8 +111,20 @@ async def test_what_the_send_waited_on_failing_is_raised_inside_the_send() -> No
             handled.append(str(exc))
             raise
 
-    writer = SseWriter(send)
+    writer = SseWriter(send, frames)
     assert not writer.write([b"{}"])
     with pytest.raises(OSError, match="reset"):
         await writer.flush()
     assert handled == ["reset"]
+
+
+async def test_a_batch_that_encodes_to_nothing_writes_nothing() -> None:
+    # A Responses writer's batch can make no event (a chunk with nothing to say).
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    writer = SseWriter(send, lambda batch: b"")
+    assert writer.write([b"{}"])
+    assert sent == [] and writer.pending is None

@@ -68,6 +68,25 @@ def test_create_streamed_events_in_order(client: openai.OpenAI, fake: FakeOllama
     assert final.output_text == "one two three" and final.usage.total_tokens == 17
 
 
+@pytest.mark.parametrize("tools", [False, True])
+def test_a_slow_stream_makes_one_delta_per_piece_in_order(
+        client: openai.OpenAI, fake: FakeOllama, tools: bool) -> None:
+    # Pieces 20 ms apart reach toolshim one read each, while it waits: their events are
+    # written from the upstream's read callback (relay.SseWriter), the rest by the
+    # task, all from one builder: one numbering, one delta per piece, the same text.
+    pieces = [f"w{i} " for i in range(12)]
+    fake.reply("qwen3:8b", Reply(content=pieces, delay=0.02))
+    extra: dict[str, Any] = {"tools": [WEATHER]} if tools else {}
+    events = list(client.responses.create(model="qwen3:8b", input="count", stream=True,
+                                          **extra))
+    _assert_well_ordered(events)
+    deltas = [e.delta for e in events if e.type == "response.output_text.delta"]
+    assert deltas == pieces
+    assert events[-1].response.output_text == "".join(pieces)
+    assert _types(events)[-4:] == ["response.output_text.done", "response.content_part.done",
+                                   "response.output_item.done", "response.completed"]
+
+
 def test_stream_helper_accumulates(client: openai.OpenAI, fake: FakeOllama) -> None:
     fake.reply("qwen3:8b", Reply(content=["Hel", "lo", "!"]))
     with client.responses.stream(model="qwen3:8b", input="hi") as stream:
