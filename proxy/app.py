@@ -31,7 +31,7 @@ from proxy.console.routes import console_routes
 from proxy.errors import ApiError, internal_error
 from proxy.middleware import Drain, Edge, bearer_allowed
 from proxy.observability.metrics import CONTENT_TYPE
-from proxy.observability.redact import Redactor, client_secrets
+from proxy.observability.redact import Redactor
 from proxy.observability.startup import freeze_startup_heap, log_upstream_kind, startup_line
 from proxy.observability.telemetry import Telemetry
 from proxy.server_tools.host import ToolHost
@@ -224,7 +224,7 @@ async def _api_error(request: Request, exc: Exception) -> Response:
     if svc is None:
         return exc.response()
     # Routes outside the chat flow's error tail (the console's) mask as it does.
-    return exc.masked(svc.redactor.with_secrets(client_secrets(request.headers)).mask).response()
+    return exc.masked(svc.redactor.for_request(request.headers).mask).response()
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:

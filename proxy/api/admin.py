@@ -17,7 +17,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxy.capabilities.schema import is_glob
-from proxy.observability.redact import client_secrets
 from proxy.services import Services
 from proxy.settings import redact_url
 from proxy.types import Profile
@@ -54,7 +53,7 @@ async def admin_capabilities(request: Request) -> Response:
         body["mcp_servers"] = svc.server_tools.state()
     # Learned evidence is an upstream's text: masked as everything the console shows.
     raw = orjson.dumps(body, option=orjson.OPT_INDENT_2)
-    redactor = svc.redactor.with_secrets(client_secrets(request.headers))
+    redactor = svc.redactor.for_request(request.headers)
     return Response(redactor.mask_bytes(raw), media_type="application/json")
 
 

@@ -26,7 +26,6 @@ from proxy.console.validate import record_validation, run_battery
 from proxy.console.yaml_edit import EditError, forget_text, promote_text
 from proxy.errors import ApiError
 from proxy.flow.exchange import now_iso
-from proxy.observability.redact import client_secrets
 from proxy.services import Services
 
 STATIC = Path(__file__).parent / "static"
@@ -55,7 +54,7 @@ def _json(request: Request, body: Any, status: int = 200) -> Response:
     it shows upstream answers (bench), error texts and learned evidence, any of which an
     upstream may have written with the credentials it got."""
     raw = orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS)
-    redactor = _svc(request).redactor.with_secrets(client_secrets(request.headers))
+    redactor = _svc(request).redactor.for_request(request.headers)
     return Response(redactor.mask_bytes(raw), status_code=status, media_type="application/json")
 
 

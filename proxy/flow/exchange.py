@@ -16,7 +16,7 @@ from starlette.requests import Request
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.tap import Tap
 from proxy.flow.learning import facts_from
-from proxy.observability.redact import Redactor, client_secrets
+from proxy.observability.redact import Redactor
 from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services
 from proxy.types import Observation
@@ -44,7 +44,7 @@ class Exchange:
         """Masks every configured secret and the key this client sent: an upstream may
         repeat what it got (the client's own Authorization or X-Api-Key included) in its
         error text. Made only when there is text to mask (error paths)."""
-        return self.svc.redactor.with_secrets(client_secrets(self.request.headers))
+        return self.svc.redactor.for_request(self.request.headers)
 
     def shown(self, text: str) -> str:
         """`text` as a client, the console or a log line may show it."""

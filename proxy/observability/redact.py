@@ -52,6 +52,10 @@ class Redactor:
         extra = [s for s in more if len(s) >= MIN_SECRET and s not in self.secrets]
         return Redactor((*self.secrets, *extra)) if extra else self
 
+    def for_request(self, headers: Mapping[str, str]) -> Redactor:
+        """These secrets and the key the request's client sent (`client_secrets`)."""
+        return self.with_secrets(client_secrets(headers))
+
 
 def client_secrets(headers: Mapping[str, str]) -> list[str]:
     """The key a client sent: its Authorization credentials (after `Bearer `, `Basic `,
