@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from proxy.formats.base import ParseResult, TextFormat, no_calls
 from proxy.types import JSON
@@ -22,6 +23,29 @@ THINK_CLOSE = "</think>"
 # only when no `</think>` follows it (before one, it is a thought or a mention).
 THINK_BREAKERS = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
 _WHOLE_FENCE = re.compile(r"\A\s*(`{3,}|~{3,})[^\n`]*\n(.*)\n[ \t]*\1[ \t]*\s*\Z", re.DOTALL)
+
+
+@dataclass(slots=True)
+class TagWatch:
+    """Watches a stream of deltas for any of `tags` (each begins with `<`), which may
+    be split across deltas: `seen(delta)` says whether one completes in it. Keeps the
+    end of the text so far only while it holds a `<`, so most deltas cost one test.
+    Compared by value (a parser's state is)."""
+
+    tags: tuple[str, ...]
+    tail: str = ""
+    keep: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.keep = max(len(tag) for tag in self.tags) - 1
+
+    def seen(self, delta: str) -> bool:
+        if not self.tail and "<" not in delta:
+            return False
+        text = self.tail + delta
+        tail = text[-self.keep :]
+        self.tail = tail if "<" in tail else ""
+        return any(tag in text for tag in self.tags)
 
 
 def think_end(text: str, start: int) -> tuple[int, int] | None:

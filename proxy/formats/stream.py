@@ -21,6 +21,7 @@ from proxy.formats.detect import (
     THINK_BREAKERS,
     THINK_CLOSE,
     THINK_OPEN,
+    TagWatch,
     first_breaker,
     marker_set,
     partial_suffix,
@@ -60,7 +61,7 @@ class StreamRecovery:
         # Deltas that cannot change anything yet (feed), joined into _buf when they can.
         self._pending: list[str] = []
         self._pending_size = 0
-        self._tag_tail = ""  # the end of the text so far, for a think tag split across deltas
+        self._tags = TagWatch((THINK_OPEN, THINK_CLOSE))  # while undecided
         self._line = ""  # prose sent since the last newline: context for the parsers
         self._holding = False
         self._retry_at = 0
@@ -68,7 +69,7 @@ class StreamRecovery:
         # Inside `<think>`, held from a Kimi section marker on: the text up to a
         # close tag is reasoning; at the end of the answer, it is a tool section
         # (kimi-k2-005). The last characters seen, for a close split across deltas.
-        self._section_tail: str | None = None
+        self._section: TagWatch | None = None
         self._fence: str | None = None  # the opening run of an answer's fence we are inside
         self._at_start = True
         # An orphan `</think>` (thinking forced open by the prompt) makes everything
@@ -80,7 +81,7 @@ class StreamRecovery:
         self.calls = 0
 
     def feed(self, delta: str) -> list[Item]:
-        tagged = self._undecided and self._think_tag_in(delta)
+        tagged = self._undecided and self._tags.seen(delta)
         if not tagged and self._waits(delta):
             # Appending each small delta to a long held block would copy it every
             # time: quadratic in the block's length. Join once something can change.
@@ -91,24 +92,13 @@ class StreamRecovery:
         out = self._settle_reasoning() if tagged and self._keep else []
         return out + self._pump(resolve="\n" in delta or tagged)
 
-    def _think_tag_in(self, delta: str) -> bool:
-        """Whether a think tag completes in delta (it may have begun in an earlier one)."""
-        if not self._tag_tail and "<" not in delta:
-            return False  # a tag starts with "<": none in this delta nor pending before it
-        text = self._tag_tail + delta
-        tail = text[-len(THINK_CLOSE) + 1 :]
-        self._tag_tail = tail if "<" in tail else ""  # only a "<" can begin a split tag
-        return THINK_OPEN in text or THINK_CLOSE in text
-
     def _waits(self, delta: str) -> bool:
         """Whether _pump would do nothing with delta: undecided without
         keep_reasoning, or holding a block and no try is due (_resolve)."""
         if self._undecided and not self._keep:
             return True
-        if self._section_tail is not None:
-            text = self._section_tail + delta
-            self._section_tail = text[-len(THINK_CLOSE) + 1 :]
-            return THINK_CLOSE not in text
+        if self._section is not None:
+            return not self._section.seen(delta)
         size = len(self._buf) + self._pending_size + len(delta)
         return self._holding and not ("\n" in delta and size >= self._retry_at)
 
@@ -177,7 +167,7 @@ class StreamRecovery:
 
     def take_plain(self, text: str) -> None:
         """`feed(text)` after `plain_ok(text)`: the prose is noted, nothing is built."""
-        if self._undecided and self._think_tag_in(text):
+        if self._undecided and self._tags.seen(text):
             self._undecided = False  # nothing held: a close tag has nothing to settle
         self._text(text)
 
@@ -199,7 +189,7 @@ class StreamRecovery:
             breaker = first_breaker(self._buf)
             out += self._reasoning(len(self._buf) if breaker is None else breaker)
             # A section marker and no close tag after it: reasoning left unclosed.
-            self._in_think, self._section_tail = False, None
+            self._in_think, self._section = False, None
         if self._fence is not None:
             out += self._text(self._buf)
         elif self._buf:
@@ -250,9 +240,10 @@ class StreamRecovery:
             return self._reasoning(keep)
         if end[0] == end[1]:
             # A section marker: hold from it until a close tag or the end decides.
-            self._section_tail = self._buf[-len(THINK_CLOSE) + 1 :]
+            self._section = TagWatch((THINK_CLOSE,))
+            self._section.seen(self._buf)  # no close in it (think_end): its tail only
             return self._reasoning(end[0])
-        self._in_think, self._section_tail = False, None
+        self._in_think, self._section = False, None
         return self._reasoning(end[1])
 
     def _fence_step(self) -> list[Item]:
@@ -454,8 +445,6 @@ def _formats_and_markers(
     order = tuple(format_order(preferred))
     markers = {m for fmt in order for m in fmt.markers if m not in GENERIC_MARKERS}
     return order, tuple(sorted(markers | {THINK_OPEN}, key=len, reverse=True))
-
-
 
 
 @functools.lru_cache(maxsize=64)

@@ -15,6 +15,7 @@ from proxy.formats.detect import (
     THINK_BREAKERS,
     THINK_CLOSE,
     THINK_OPEN,
+    TagWatch,
     partial_suffix,
     think_end,
 )
@@ -37,7 +38,7 @@ class _Splitter:
         self.section: list[str] | None = None
         """inside reasoning, held from a Kimi section marker on: reasoning if a
         close tag follows, the answer's tool section if the reply ends first."""
-        self.section_tail = ""
+        self.section_close = TagWatch((THINK_CLOSE,))
         self.fresh = True
         """nothing has gone out as content and no tag was seen yet."""
         self.opened_inside = False
@@ -45,10 +46,8 @@ class _Splitter:
 
     def push(self, text: str) -> tuple[str, str]:
         if self.section is not None:
-            seen = self.section_tail + text
             self.section.append(text)
-            self.section_tail = seen[-len(THINK_CLOSE) + 1 :]
-            if THINK_CLOSE not in seen:
+            if not self.section_close.seen(text):
                 return "", ""  # joined once a close tag arrives: linear in a long section
             text, self.section = "".join(self.section), None
         buf, self.held = self.held + text, ""
@@ -67,7 +66,9 @@ class _Splitter:
                 if at == after:
                     # Kimi's tool section ends reasoning left unclosed, and is
                     # content (kimi-k2-005); before a close tag it is a thought.
-                    self.section, self.section_tail = [buf[at:]], buf[-len(THINK_CLOSE) + 1 :]
+                    self.section = [buf[at:]]
+                    self.section_close = TagWatch((THINK_CLOSE,))
+                    self.section_close.seen(buf)  # no close in it (think_end): its tail
                     break
                 buf = buf[after:]
                 self.inside = False
