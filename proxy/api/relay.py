@@ -91,9 +91,7 @@ class ChatStream(SseResponse):
         self.run = run
 
     def _body(self, send: Send) -> AsyncIterator[bytes]:
-        # A send that is not a coroutine function cannot be driven from a callback.
-        direct = SseWriter(send, frames) if inspect.iscoroutinefunction(send) else None
-        return _sse_body(self.run, direct)
+        return _sse_body(self.run, SseWriter.over(send, frames))
 
 
 def frames(batch: list[ChunkOut]) -> bytes:
@@ -113,6 +111,12 @@ class SseWriter:
     """
 
     __slots__ = ("encode", "first_at", "pending", "send")
+
+    @classmethod
+    def over(cls, send: Send, encode: Callable[[list[ChunkOut]], bytes]) -> SseWriter | None:
+        """A writer over `send`, or None: a send that is not a coroutine function
+        cannot be driven from a callback."""
+        return cls(send, encode) if inspect.iscoroutinefunction(send) else None
 
     def __init__(self, send: Send, encode: Callable[[list[ChunkOut]], bytes]) -> None:
         self.send = send

@@ -10,7 +10,6 @@ chunks it hands its client are translated to Responses events
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -149,16 +148,15 @@ class _ResponsesStream(SseResponse):
     def __init__(self, ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
                  translated: Translated, keep: ResponsesStore | None) -> None:
         super().__init__(None, dict(output.headers), on_close=output.close)
-        self.args = ex, builder, output, translated, keep
+        self.ex, self.builder, self.output = ex, builder, output
+        self.translated, self.keep = translated, keep
 
     def _body(self, send: Send) -> AsyncIterator[bytes]:
-        builder = self.args[1]
+        return _events(self.ex, self.builder, self.output, self.translated, self.keep,
+                       SseWriter.over(send, self._encode))
 
-        def encode(batch: list[ChunkOut]) -> bytes:
-            return _frames(builder.feed_all(as_chunks(batch)))
-
-        direct = SseWriter(send, encode) if inspect.iscoroutinefunction(send) else None
-        return _events(*self.args, direct)
+    def _encode(self, batch: list[ChunkOut]) -> bytes:
+        return _frames(self.builder.feed_all(as_chunks(batch)))
 
 
 async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
