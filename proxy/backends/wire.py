@@ -174,15 +174,22 @@ class _Connection(asyncio.Protocol):
         """The read's body to `push`, here in the read callback; the wait goes on (its
         read timeout counted from now) unless `push` hands the answer back."""
         assert self.push is not None
-        piece = self.body.popleft() if len(self.body) == 1 else b"".join(self.body)
-        self.body.clear()
-        self.buffered = 0
-        if self.push(piece):
+        if self.push(self._take_body()):
             if self.push_timeout is not None:
                 self.deadline = self.loop.time() + self.push_timeout  # the timer re-arms
             return
         self.push = None
         self._wake()
+
+    def _take_body(self) -> bytes:
+        """Everything buffered, joined; reading goes on if it had paused for it."""
+        piece = self.body.popleft() if len(self.body) == 1 else b"".join(self.body)
+        self.body.clear()
+        self.buffered = 0
+        if self.paused and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+        return piece
 
     # --- the reader's side --------------------------------------------------
 
@@ -267,13 +274,7 @@ class _Connection(asyncio.Protocol):
         """What arrived since the last read, joined; b"" once the answer is complete."""
         while True:
             if self.body:
-                piece = self.body.popleft() if len(self.body) == 1 else b"".join(self.body)
-                self.body.clear()
-                self.buffered = 0
-                if self.paused and self.transport is not None:
-                    self.paused = False
-                    self.transport.resume_reading()
-                return piece
+                return self._take_body()
             if self.error is not None:
                 raise self.error
             if self.complete:
