@@ -19,7 +19,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Send
 
 from proxy.api.chat_request import read_body
-from proxy.api.failures import CLIENT_CLOSED, answer_or_error, error_reply
+from proxy.api.failures import answer_or_error, error_reply
 from proxy.api.paths import passthrough_path
 from proxy.backends.upstream import (
     fetch_listing,
@@ -186,7 +186,7 @@ class _Call:
             # (the failure's status and message), and the body is left unfinished.
             self.status, self.error, self.cut = exc.status, exc.message, True
         except (GeneratorExit, anyio.get_cancelled_exc_class()):
-            self.status, self.error = CLIENT_CLOSED, "client closed the connection"
+            self.status, self.error = self.ex.cancelled()
             raise
         finally:
             with cancel_scope(shield=True):

@@ -50,6 +50,16 @@ class Exchange:
         """`text` as a client, the console or a log line may show it."""
         return self.redactor().mask(text)
 
+    def cancelled(self) -> tuple[int, str]:
+        """Status and reason of a request cancelled before it settled: cut by the drain
+        at the end of the shutdown grace (503, what its client was sent), else its
+        client left (499)."""
+        drain = getattr(self.request.app.state, "drain", None)
+        if drain is not None and drain.cut:
+            return 503, "cut at the end of the shutdown grace period"
+        return 499, ("client closed the stream" if self.record.stream
+                     else "client closed the connection")
+
     def overhead_ms(self) -> float:
         return max(0.0, (time.perf_counter() - self.started - self.upstream_s) * 1000)
 

@@ -282,15 +282,8 @@ class ChatRun:
         if self.summary is not None:
             return
         ex = self.ex
-        status, error = self._status, self._error
-        if status is None:  # cancelled: the client left, or the drain cut it at shutdown
-            drain = getattr(ex.request.app.state, "drain", None)
-            if drain is not None and drain.cut:
-                status, error = 503, "cut at the end of the shutdown grace period"
-            else:
-                status = 499
-                error = "client closed the stream" if ex.record.stream \
-                    else "client closed the connection"
+        status, error = (self._status, self._error) if self._status is not None \
+            else ex.cancelled()
         self.summary = RunSummary(status, error, self.turn.pipeline.call_counts())
         try:
             with cancel_scope(shield=True):
