@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import openai
 import pytest
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.raw_server import raw_server
 
 from proxy.transforms.response import checks
 from proxy.transforms.response.checks import CallVerdict, SchemaCache, check_call
@@ -40,37 +40,16 @@ def _tool(parameters: dict[str, Any]) -> list[Any]:
 def listener() -> Iterator[tuple[str, list[bytes]]]:
     """A loopback HTTP server that records every connection and answers with a schema
     requiring MARK, so a proxy that fetched it would drop the call (and not hang)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(8)
-    sock.settimeout(0.2)
     got: list[bytes] = []
-    stop = threading.Event()
     body = b'{"type":"object","required":["%s"]}' % MARK.encode()
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(2)
-                got.append(conn.recv(65536))
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                             b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
-                             % (len(body), body))
+    def handle(conn: socket.socket) -> None:
+        got.append(conn.recv(65536))
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", got
-    finally:
-        stop.set()
-        sock.close()
-        thread.join(timeout=5)
+    with raw_server(handle, timeout=2) as url:
+        yield url, got
 
 
 def _ask(fake: FakeOllama, client: openai.OpenAI, parameters: dict[str, Any],

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Literal
+
+from support.raw_server import raw_server
 
 # Ollama /v1's 500 for an agent history it cannot template (ollama#18107).
 _ERROR = (b'{"error":{"message":"no user query found in messages","type":"api_error",'
@@ -27,36 +28,15 @@ _HALF = {
 
 @contextmanager
 def resetting_upstream(when: Literal["before", "during", "during-error"]) -> Iterator[str]:
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    listener.settimeout(0.2)
-    stop = threading.Event()
+    def handle(conn: socket.socket) -> None:
+        _read_head(conn)
+        if when in _HALF:
+            conn.sendall(_HALF[when])
+        # SO_LINGER 0: close() sends RST instead of FIN.
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(5)
-                _read_head(conn)
-                if when in _HALF:
-                    conn.sendall(_HALF[when])
-                # SO_LINGER 0: close() sends RST instead of FIN.
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        stop.set()
-        listener.close()
-        thread.join(timeout=5)
+    with raw_server(handle) as url:
+        yield url
 
 
 def _read_head(conn: socket.socket) -> None:
