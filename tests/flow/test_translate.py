@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from proxy.api.relay import frame as relay_frame
@@ -389,9 +389,17 @@ def test_sniffing_gives_up_holding_after_a_few_empty_events() -> None:
 
 
 @given(st.lists(st.text(max_size=10), min_size=1, max_size=8))
+@example(["tool_calls"]).via("the CI run of 2f34f9c")
+@example(["a", "error"])
 def test_as_chunks_reads_a_whole_read_back_into_its_chunks(texts: list[str]) -> None:
     chunks = [chunk({"content": t}) for t in texts]
     body = b"".join(frame(c) for c in chunks)
     out = SseTranslator(pipeline(reasoning="pass"), decode=False).feed(body)
-    assert [type(c) for c in out] == [SseFrames]
+    # The fast path's byte test is deliberately coarse: a text that merely reads
+    # "tool_calls" or "error" sends the read through the stages, which must give
+    # back the same chunks.
+    if b'"tool_calls"' not in body and b'"error"' not in body:
+        assert [type(c) for c in out] == [SseFrames]
+    else:
+        assert SseFrames not in [type(c) for c in out]
     assert as_chunks(out) == chunks
