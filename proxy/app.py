@@ -30,6 +30,7 @@ from proxy.console.recent import ConsoleState
 from proxy.console.routes import console_routes
 from proxy.errors import ApiError, internal_error
 from proxy.middleware import Drain, Edge, bearer_allowed
+from proxy.observability.logs import quiet_intended_cuts
 from proxy.observability.metrics import CONTENT_TYPE
 from proxy.observability.redact import Redactor
 from proxy.observability.startup import freeze_startup_heap, log_upstream_kind, startup_line
@@ -94,6 +95,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
     """
     drain = Drain(settings.shutdown_grace)
     telemetry = telemetry or Telemetry(log)
+    quiet_intended_cuts()  # a cut pass-through body is logged once (api/passthrough.py)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -16,7 +16,7 @@ import orjson
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.types import Send
+from starlette.types import Receive, Scope, Send
 
 from proxy.api.chat_request import read_body
 from proxy.api.failures import answer_or_error, error_reply
@@ -33,6 +33,7 @@ from proxy.console.gate import validation_of
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange
 from proxy.flow.run import UpstreamCall
+from proxy.observability.logs import IntendedCut, intend_cut
 from proxy.observability.telemetry import RequestRecord
 from proxy.scopes import cancel_scope
 from proxy.services import Services
@@ -128,20 +129,29 @@ class _Relayed(StreamingResponse):
     The status line is gone by then, so the only honest signal left is an
     incomplete body: without the final (empty, `more_body=False`) message the
     server closes the connection with no terminating chunk, and the client sees
-    a cut response instead of a short but complete one. (uvicorn logs that it
-    returned without completing the response; our own line says why.)
+    a cut response instead of a short but complete one. Our request line says
+    why; the server's own "returned without completing response" line is
+    dropped for it (`intend_cut`), so the cut is logged once.
     """
 
     def __init__(self, call: _Call, **kwargs: Any) -> None:
         super().__init__(call.relay(), **kwargs)
         self.call = call
+        self.intended = IntendedCut()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Here, in the request's task: Starlette may stream from a task of its own.
+        self.intended = intend_cut()
+        await super().__call__(scope, receive, send)
 
     async def stream_response(self, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code,
                     "headers": self.raw_headers})
         async for chunk in self.body_iterator:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        if not self.call.cut:
+        if self.call.cut:
+            self.intended.cut = True
+        else:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -185,3 +186,47 @@ def setup_logging(level: str, fmt: str, secrets: Iterable[str] = ()) -> None:
     # httpx logs every upstream request at INFO; the request line already says it.
     if level.lower() != "debug":
         logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+class IntendedCut:
+    """A request's flag: its response was left unfinished on purpose (`intend_cut`)."""
+
+    __slots__ = ("cut",)
+
+    def __init__(self) -> None:
+        self.cut = False
+
+
+_INTENDED_CUT: ContextVar[IntendedCut | None] = ContextVar("toolshim_intended_cut",
+                                                           default=None)
+_UNFINISHED_LINE = "ASGI callable returned without completing response."
+
+
+def intend_cut() -> IntendedCut:
+    """A flag for the calling request's task (and the tasks it starts): set its `cut`
+    when the response is left unfinished on purpose (a passed-through body the
+    upstream broke off), and the server's own error line about that is dropped.
+    The request's line already says why; one failure is logged once."""
+    flag = IntendedCut()
+    _INTENDED_CUT.set(flag)
+    return flag
+
+
+class _DropIntendedCut(logging.Filter):
+    """On uvicorn's logger: its "returned without completing response" line, only for
+    a request that set `intend_cut().cut`. uvicorn logs it from the request's own task,
+    so the flag is in the context; any other unfinished response is still logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        flag = _INTENDED_CUT.get()
+        return not (flag is not None and flag.cut and record.msg == _UNFINISHED_LINE)
+
+
+_DROP_INTENDED_CUT = _DropIntendedCut()
+
+
+def quiet_intended_cuts() -> None:
+    """Attach the filter to uvicorn's error logger (once, however many apps are made)."""
+    server_log = logging.getLogger("uvicorn.error")
+    if _DROP_INTENDED_CUT not in server_log.filters:
+        server_log.addFilter(_DROP_INTENDED_CUT)
