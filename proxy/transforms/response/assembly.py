@@ -189,6 +189,11 @@ class CallAssembly:
         """Add deltas to pending calls; emit the calls they show are complete."""
         out: list[Chunk] = []
         for raw in tool_deltas if isinstance(tool_deltas, list) else []:
+            if _malformed(raw):
+                # Not an empty diff: a broken piece of a call, counted where the client
+                # and the metrics can see it rather than skipped without a trace.
+                self._drop("", "malformed")
+                continue
             delta = _parse_delta(raw)
             if delta is None or not (delta.name or delta.id or delta.arguments):
                 # Empty diffs (llama.cpp) carry nothing and must not open a
@@ -279,6 +284,23 @@ class _Delta:
     arguments: str
     whole: bool
     """The delta carried an `arguments` key (whole-call candidates)."""
+
+
+def _malformed(raw: Any) -> bool:
+    """A tool-call delta no backend sends: not an object, or a field of the wrong type
+    (`{"index": "a", "function": null}`). Missing fields are fine: llama.cpp streams
+    empty diffs, Ollama's legacy calls have no index."""
+    if not isinstance(raw, dict):
+        return True
+    fn = raw.get("function")
+    if fn is not None and not isinstance(fn, dict):
+        return True
+    index = raw.get("index")
+    if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+        return True
+    if not isinstance(raw.get("id") or "", str):
+        return True
+    return fn is not None and not isinstance(fn.get("name") or "", str)
 
 
 def _parse_delta(raw: Any) -> _Delta | None:

@@ -319,6 +319,41 @@ def test_invalid_calls_dropped_and_finish_becomes_stop() -> None:
     ]
 
 
+@pytest.mark.parametrize("garbage", [
+    {"index": "a", "function": None},
+    {"index": 0, "function": "get_weather"},
+    {"index": 0, "function": {"name": 7, "arguments": "{}"}},
+    {"index": 0, "id": ["x"], "function": {"arguments": "{}"}},
+    "get_weather",
+    None,
+])
+def test_a_malformed_delta_is_counted_as_dropped_not_skipped(garbage: Any) -> None:
+    stage = assembly()
+    out = run(stage, [
+        ollama({"tool_calls": [garbage, ollama_call("get_weather", '{"city":"Oslo"}')]}),
+        ollama({}, "tool_calls"),
+    ])
+    assert [c["name"] for c in calls_of(out)] == ["get_weather"]  # the good call survives
+    reason, finish = finish_of(out)
+    assert reason == "tool_calls"
+    assert finish["x_toolshim"]["dropped"] == 1
+    assert finish["x_toolshim"]["dropped_calls"] == [{"name": "", "reason": "malformed"}]
+
+
+def test_empty_diffs_are_not_malformed() -> None:
+    # llama.cpp streams deltas with nothing in them; Ollama's legacy calls have no index.
+    stage = assembly()
+    out = run(stage, [
+        ollama({"tool_calls": [{"index": 0, "function": {"arguments": ""}}, {}]}),
+        ollama({"tool_calls": [ollama_call("get_weather", '{"city":"Oslo"}', index=None)]}),
+        ollama({"tool_calls": [{"index": 0, "id": None, "function": {"name": None}}]}),
+        ollama({}, "tool_calls"),
+    ])
+    assert [c["name"] for c in calls_of(out)] == ["get_weather"]
+    _, finish = finish_of(out)
+    assert "x_toolshim" not in finish
+
+
 def test_repair_policy_records_fixes() -> None:
     stage = assembly("repair")
     out = run(
