@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from proxy.formats.base import ParseResult, TextFormat, no_calls
@@ -142,6 +142,31 @@ def whole_fence_body(text: str) -> str | None:
 
 # Markers every JSON-ish format shares: they say nothing about which format it is.
 GENERIC_MARKERS = frozenset({"{", "[", "```", "~~~"})
+
+# Markers whose block may hold prose or code that a later tag makes into something
+# (Command R7B's reasoning, a Python call, a gpt-oss channel, Functionary's `>>>`
+# line): what follows them never settles whether they open a call.
+_OPEN_ENDED = frozenset({"<|START_THINKING|>", "<|python_tag|>", "<|python_start|>",
+                         "<|start|>", "<|channel|>", ">>>"})
+# What a call's text begins with after any other marker (and blanks), in every format:
+# a JSON value, a tag, a quoted name or a fence; or a word, handled apart: an offered
+# tool's name (GLM-4.5, Mistral v11, `<function=name>`) or `function` (DeepSeek V3's
+# `function<sep>`, Kimi's `functions.name:0`).
+_CALL_OPENERS = frozenset("{[<\"'`~(")
+
+
+def opens_nothing(marker: str, after: str, tools: Iterable[str]) -> bool:
+    """Whether `marker` followed by `after` can open no call in any format: prose that
+    only mentions a marker ("wrap the JSON in <tool_call> tags"). False while `after`
+    is blank or could still grow into an opener, and for open-ended markers."""
+    if marker in _OPEN_ENDED or marker in GENERIC_MARKERS:
+        return False
+    rest = after.lstrip()
+    if not rest or rest[0] in _CALL_OPENERS:
+        return False
+    # `word.startswith(rest)`: the text ends inside what may become the word.
+    return not any(rest.startswith(word) or word.startswith(rest)
+                   for word in (*tools, "function"))
 _GENERIC_START = re.compile(r"(?m)^[ \t]*([{\[]|```|~~~)")
 
 

@@ -24,6 +24,7 @@ from proxy.formats.detect import (
     TagWatch,
     first_breaker,
     marker_set,
+    opens_nothing,
     partial_suffix,
     recover_with,
     think_end,
@@ -374,13 +375,18 @@ class StreamRecovery:
         return end is not None and end <= q and not self._has_start(self._buf[end:q])
 
     def _closed_end(self) -> int | None:
-        """Where a block that is not a call ends: its JSON value or its fence closes."""
+        """Where a block that is not a call ends: its JSON value or its fence closes,
+        or, for a marker that prose only mentions (`opens_nothing`), the marker."""
         buf = self._buf
         start = len(buf) - len(buf.lstrip())
         if buf[start : start + 1] in ("{", "["):
             return scan_json_value(buf, start)
         info = _FENCE_INFO.match(buf)
         if info is None:
+            hit = self._marker_set.first(buf)
+            if hit is not None and hit[0] == 0 \
+                    and opens_nothing(hit[1], buf[len(hit[1]):], self._tools):
+                return len(hit[1])
             return None
         for match in _FENCE_LINE.finditer(buf, info.end()):
             run = match.group(1)

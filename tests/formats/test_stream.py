@@ -11,7 +11,7 @@ from sample_corpus import SCHEMAS
 from proxy.formats import FORMATS, recover
 from proxy.formats import stream as stream_module
 from proxy.formats.base import ParsedCall
-from proxy.formats.detect import GENERIC_MARKERS
+from proxy.formats.detect import _OPEN_ENDED, GENERIC_MARKERS, opens_nothing
 from proxy.formats.stream import Item, StreamRecovery
 
 W = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
@@ -145,6 +145,9 @@ NASTY = [
     "<|python_tag|>" + W.replace("arguments", "parameters") + "<|eom_id|>",
     "x `" + W + "` y\n" + W,
     "all\nsome text",
+    "Wrap it in <tool_call> tags.\nLike so:\n<tool_call>\n" + W + "\n</tool_call>\nbye",
+    ("Use <function=name> or [TOOL_CALLS] here.\nok\n<function=get_weather>{\"city\": \"Oslo\"}"
+     "</function>\n"),
 ]
 
 
@@ -275,3 +278,38 @@ def test_streaming_work_grows_linearly_with_the_length_of_a_held_block(
         small, large = make(400), make(1600)
         ratio = _scanned(large, monkeypatch) / _scanned(small, monkeypatch)
         assert ratio < 6, (make.__name__, ratio)
+
+
+_MENTIONABLE = sorted({m for f in FORMATS.values() for m in f.markers
+                       if m not in GENERIC_MARKERS and m not in _OPEN_ENDED})
+
+
+@pytest.mark.parametrize("marker", _MENTIONABLE)
+def test_a_marker_prose_only_mentions_does_not_hold_the_rest_of_the_answer(marker: str) -> None:
+    text = (f"You can wrap calls in {marker} tags, like this.\nThat is how it works.\n"
+            "More prose here.\nAnd the last line.\n")
+    parser = StreamRecovery(SCHEMAS, keep_reasoning=True)
+    sent = "".join(_text(parser.feed(text[i:i + 7])) for i in range(0, len(text), 7))
+    # Out as the lines settle, not at the end of the answer; and unchanged.
+    assert sent.startswith(f"You can wrap calls in {marker} tags, like this.\nThat is how")
+    assert sent + _text(parser.flush()) == text
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("calls", [
+    [OSLO],
+    [ParsedCall("tags", {}), ParsedCall("get_weather", {"city": "Oslo"})],
+    [ParsedCall("a-b.c", {"x": [1, "two"], "y": None})],
+])
+def test_no_format_writes_a_call_its_marker_would_count_as_a_mention(
+        name: str, calls: list[ParsedCall]) -> None:
+    # The early release is safe only if every real call, in every format, reads as one
+    # that may still open at each of its markers.
+    fmt = FORMATS[name]
+    text = fmt.render_calls(calls)
+    tools = [c.name for c in calls]
+    for marker in fmt.markers:
+        at = text.find(marker)
+        while at >= 0:
+            assert not opens_nothing(marker, text[at + len(marker):], tools), (marker, text)
+            at = text.find(marker, at + 1)
