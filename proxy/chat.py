@@ -51,6 +51,7 @@ from proxy.backends.sse_frames import wants_usage
 from proxy.backends.upstream import Upstream, forward_headers, read_whole
 from proxy.console.gate import below_min_validation
 from proxy.errors import ApiError, upstream_error_body
+from proxy.flow.ahead import Ahead
 from proxy.flow.correct import CorrectingTurn
 from proxy.flow.exchange import Exchange, now_iso
 from proxy.flow.learning import facts_from
@@ -61,7 +62,7 @@ from proxy.observability.telemetry import RequestRecord
 from proxy.scopes import cancel_scope
 from proxy.services import Services, new_call_id
 from proxy.transforms.request import apply_request_steps
-from proxy.transforms.response import build_pipeline
+from proxy.transforms.response import ResponsePipeline, build_pipeline
 from proxy.types import ChatRequest, Observation, Plan, Profile
 
 
@@ -115,18 +116,33 @@ async def open_turn(ex: Exchange, chat: ChatRequest, profile: Profile,
     """
     svc = ex.svc
     call = await UpstreamCall.open(svc.limiter, upstream)
+    first = first_plan(ex, chat, profile)
+    # The stages for the first rung are built while the upstream works on the request.
+    stages = Ahead(lambda: _stages(ex, chat, profile, first))
     try:
-        call.response, plan, sent = await send_with_retry(ex, chat, profile, upstream)
-        pipeline = build_pipeline(
-            client_tools=chat.get("tools") or [], profile=profile, plan=plan,
-            parallel_tool_calls=chat.get("parallel_tool_calls"),
-            schema_cache=svc.schema_cache, id_factory=new_call_id)
+        call.response, plan, sent = await send_with_retry(ex, chat, profile, upstream, first)
+        pipeline = stages.take() if plan is first else _stages(ex, chat, profile, plan)
     except BaseException:
+        stages.cancel()
         with cancel_scope(shield=True):  # also when the client left
             await call.aclose()
         raise
     return Turn(call, pipeline, decode=not (ex.record.stream and _trivial(chat, profile)),
                 tap=ex.tap, usage=sent if wants_usage(chat) else None)
+
+
+def first_plan(ex: Exchange, chat: ChatRequest, profile: Profile) -> Plan:
+    """The rung a request is first sent on (the retry ladder's top for this profile)."""
+    plan = initial_plan(profile, bool(chat.get("tools")))
+    return below_min_validation(ex.svc, profile, plan, has_tools=bool(chat.get("tools")))
+
+
+def _stages(ex: Exchange, chat: ChatRequest, profile: Profile, plan: Plan) -> ResponsePipeline:
+    """The response stages for an answer sent on `plan`'s rung."""
+    return build_pipeline(
+        client_tools=chat.get("tools") or [], profile=profile, plan=plan,
+        parallel_tool_calls=chat.get("parallel_tool_calls"),
+        schema_cache=ex.svc.schema_cache, id_factory=new_call_id)
 
 
 def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
@@ -162,12 +178,13 @@ async def profile_with_probe(svc: Services, model: str, upstream: Upstream) -> P
 
 
 async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
-                          upstream: Upstream) -> tuple[httpx.Response, Plan, ChatRequest]:
-    """Send; on a recognised refusal step one rung down the ladder and resend at once.
+                          upstream: Upstream, plan: Plan,
+                          ) -> tuple[httpx.Response, Plan, ChatRequest]:
+    """Send on `plan`'s rung (`first_plan`); on a recognised refusal step one rung down
+    the ladder and resend at once.
 
-    Returns the answer, the rung it came from and the body sent (what the model read)."""
-    plan = initial_plan(profile, bool(chat.get("tools")))
-    plan = below_min_validation(ex.svc, profile, plan, has_tools=bool(chat.get("tools")))
+    Returns the answer, the rung it came from (`plan` itself if it answered) and the
+    body sent (what the model read)."""
     headers = forward_headers(ex.request.headers, upstream,
                               keep_client_auth=not ex.svc.settings.api_keys)
     headers["content-type"] = "application/json"
