@@ -322,6 +322,18 @@ class _Body(httpx.AsyncByteStream):
             self.pool.release(self.key, self.conn)
 
 
+def close_now(response: httpx.Response) -> bool:
+    """`response.aclose()` done here: closing this transport's answers never waits (the
+    connection goes back to the pool, or is closed). False for another transport's
+    answer, which must be awaited."""
+    body = response.stream
+    if not isinstance(body, _Body):
+        return False
+    response.is_closed = True
+    body._finish()
+    return True
+
+
 class WireTransport(httpx.AsyncBaseTransport):
     """httpx transport: HTTP/1.1 keep-alive connections per (scheme, host, port)."""
 

@@ -83,6 +83,9 @@ class CorrectingTurn(Turn):
     def verbatim(self) -> None:
         return None  # what the client gets may be rebuilt from several turns
 
+    def close_now(self) -> bool:
+        return False  # several turns: aclose() closes them all
+
     async def aclose(self) -> None:
         try:
             for turn in self._extra:

@@ -21,6 +21,7 @@ from typing import Protocol
 
 import httpx
 
+from proxy.backends import wire
 from proxy.backends.sse_frames import UsageCounter
 from proxy.backends.upstream import Upstream, body_stream, transport_error
 from proxy.console.tap import Tap
@@ -63,6 +64,18 @@ class UpstreamCall:
                 await self.response.aclose()
         finally:
             await self.limiter.release(self.upstream.root)
+
+    def close_now(self) -> bool:
+        """`aclose()` done here when it needs no wait: the answer is our transport's
+        and the slot this process's. False: await `aclose()` (it finishes the rest)."""
+        if self.closed:
+            return True
+        if self.response is not None and not wire.close_now(self.response):
+            return False
+        if not self.limiter.release_now(self.upstream.root):
+            return False  # aclose() gives the fleet's slot back (the answer is closed)
+        self.closed = True
+        return True
 
 
 class Turn:
@@ -157,6 +170,10 @@ class Turn:
 
     async def aclose(self) -> None:
         await self.call.aclose()
+
+    def close_now(self) -> bool:
+        """`aclose()` here, if it needs no wait (`UpstreamCall.close_now`); else False."""
+        return self.call.close_now()
 
 
 class DirectWriter(Protocol):
@@ -286,8 +303,9 @@ class ChatRun:
             else ex.cancelled()
         self.summary = RunSummary(status, error, self.turn.pipeline.call_counts())
         try:
-            with cancel_scope(shield=True):
-                await self.turn.aclose()
+            if not self.turn.close_now():  # usually closes at once: no scope, no awaits
+                with cancel_scope(shield=True):
+                    await self.turn.aclose()
         finally:
             ex.upstream_s = time.perf_counter() - ex.started - self._own_before - self.turn.own_s
             _account(ex, self.summary, self.turn.pipeline)

@@ -93,6 +93,9 @@ class LoopTurn:
     def verbatim(self) -> None:
         return None  # the client's answer is built from several turns (`Turn.verbatim`)
 
+    def close_now(self) -> bool:
+        return self.turn is None or self.turn.close_now()
+
     async def aclose(self) -> None:
         if self.turn is not None:
             await self.turn.aclose()

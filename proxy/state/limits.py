@@ -67,6 +67,12 @@ class Limiter:
     async def release(self, key: str) -> None:
         self._release(self._gates[key])
 
+    def release_now(self, key: str) -> bool:
+        """`release` without a wait, where none is needed (this process's gates);
+        False when the release must be awaited (a fleet's shared limiter)."""
+        self._release(self._gates[key])
+        return True
+
     def _release(self, gate: _Gate) -> None:
         while gate.waiters:
             turn = gate.waiters.popleft()

@@ -86,6 +86,9 @@ class SharedLimiter(Limiter):
             await super().acquire(key)  # per-process bound while Redis is away
             self._fallback[key] = self._fallback.get(key, 0) + 1
 
+    def release_now(self, key: str) -> bool:
+        return False  # the permit is the fleet's: given back over the network
+
     async def release(self, key: str) -> None:
         if self._fallback.get(key):
             self._fallback[key] -= 1
