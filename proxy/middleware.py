@@ -40,7 +40,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from proxy.api.client_timeouts import TIMED_OUT
+from proxy.api.client_timeouts import BODY_IN, TIMED_OUT
 from proxy.errors import error_body, internal_error
 from proxy.observability.telemetry import RequestRecord, Telemetry
 from proxy.scopes import cancel_scope
@@ -126,7 +126,8 @@ class Edge:
             elif key == b"authorization" and authorization is None:
                 authorization = value.decode("latin-1")
         request_id = incoming if incoming and _SAFE_ID.match(incoming) else os.urandom(16).hex()
-        scope.setdefault("state", {})["request_id"] = request_id
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
         progress = _Progress()
         id_header = (_REQUEST_ID, request_id.encode())
 
@@ -165,7 +166,9 @@ class Edge:
         guard = self.drain.watch()
         try:
             with guard:
-                await self._dispatch(scope, self._timed(scope, receive), edge_send, progress)
+                # A body already in the server's buffer has no deadline to keep.
+                await self._dispatch(scope, receive if state.get(BODY_IN) else
+                                     self._timed(scope, receive), edge_send, progress)
         finally:
             self.drain.forget(guard)
         if guard.cancelled_caught and not progress.complete:

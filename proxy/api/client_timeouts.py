@@ -12,6 +12,11 @@ a request line, or headers and then a trickle of body, holds its connection
 - the body deadline (the edge, proxy/middleware.py): the whole body must
   arrive within it; past it the app's `receive()` reports a disconnect and
   marks the request, and `read_body` answers 408 (see chat_request.read_body).
+  A request whose body came with its headers is marked `BODY_IN`: nothing is
+  left to wait for, and the edge arms no deadline.
+
+The protocol also gives each request's response the transport view of
+api/head_with_body.py (its head leaves with the first body piece).
 """
 
 from __future__ import annotations
@@ -22,10 +27,14 @@ from typing import Any
 import orjson
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+from proxy.api.head_with_body import HeadWithBody
 from proxy.errors import error_body
 
 TIMED_OUT = "client_timed_out"
 """scope["state"] key set when the body deadline passed."""
+BODY_IN = "client_body_in"
+"""scope["state"] key set when the whole request came before the app started: its
+body deadline has nothing to wait for (the edge skips it)."""
 
 _TIMEOUT_BODY = orjson.dumps(error_body("request headers not received in time", 408,
                                          code="client_timeout"))
@@ -69,6 +78,16 @@ class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         before = self.cycle
         starts = before is None or before.response_complete  # this data begins a request
         super().data_received(data)
+        cycle = self.cycle
+        if cycle is not before and cycle is not None:  # a request begun in this read
+            # Its response's head waits for its first body piece (api/head_with_body.py).
+            cycle.transport = HeadWithBody(cycle.transport, self.loop)
+            if not getattr(cycle, "more_body", True):
+                # Headers and body in this read, as a small request's usually are: all
+                # of it is in the server's buffer before the app runs.
+                state = cycle.scope.get("state")
+                if state is not None:
+                    state[BODY_IN] = True
         if self._header_timer is not None:
             if self.cycle is not self._armed_for:
                 self._disarm()  # a new request's headers are complete
