@@ -81,7 +81,7 @@ class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         cycle = self.cycle
         if cycle is not before and cycle is not None:  # a request begun in this read
             # Its response's head waits for its first body piece (api/head_with_body.py).
-            cycle.transport = HeadWithBody(cycle.transport, self.loop)
+            HeadWithBody(cycle, self.loop)
             if not getattr(cycle, "more_body", True):
                 # Headers and body in this read, as a small request's usually are: all
                 # of it is in the server's buffer before the app runs.
