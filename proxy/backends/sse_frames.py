@@ -93,8 +93,16 @@ class UsageCounter:
         self._saw_usage = False
         self._last: bytes | None = None
         """the last event that looked like a chunk, undecoded."""
+        self._reads: list[tuple[bytes, int]] = []
+        """whole reads (`observe_frames`) not looked at yet, in order."""
+        self._read_bytes = 0
 
     def observe(self, data: bytes) -> None:
+        if self._reads:
+            self.settle()  # what came before is looked at first, as it came
+        self._observe(data)
+
+    def _observe(self, data: bytes) -> None:
         if not _may_hold_usage(data) and data.find(b'":""') < 0 and data.find(b'"choices"') >= 0 \
                 and any(data.find(key) >= 0 for key in _TEXT_KEYS):
             # A chunk with a non-empty text field and no usage: nothing to decode.
@@ -106,11 +114,31 @@ class UsageCounter:
         except orjson.JSONDecodeError:
             return
         if isinstance(chunk, dict):
-            self.observe_chunk(chunk, data)
+            self._observe_chunk(chunk, data)
 
     def observe_frames(self, body: bytes, events: int) -> None:
         """`observe` for a whole read of `events` plain events, framing included
-        (`data: {...}` lines, no tool calls: translate._plain_frames).
+        (`data: {...}` lines, no tool calls: translate._plain_frames), looked at later.
+
+        Most backends send the usage chunk themselves, as the last event of the
+        stream: then nothing had to be counted, and `missing()` finds it without
+        looking at the rest. So reads are kept, in order, and looked at only when
+        `missing()` needs their count, when an event comes through `observe`, or
+        once they hold `_KEPT_BYTES` (a long answer is not kept whole).
+        """
+        self._reads.append((body, events))
+        self._read_bytes += len(body)
+        if self._read_bytes > _KEPT_BYTES:
+            self.settle()
+
+    def settle(self) -> None:
+        """Look at the reads kept by `observe_frames`, in order."""
+        reads, self._reads, self._read_bytes = self._reads, [], 0
+        for body, events in reads:
+            self._observe_frames(body, events)
+
+    def _observe_frames(self, body: bytes, events: int) -> None:
+        """One whole read, looked at now.
 
         The last event (where a usage chunk comes) is observed on its own. The events
         before it are counted with one scan when each has one `choices` and one
@@ -127,15 +155,20 @@ class UsageCounter:
                     or head.find(b'": ') >= 0 or head.find(b'"reasoning') >= 0
                     or head.count(b'"choices"') != before or head.count(b'"delta"') != before):
                 for data in event_payloads(head):
-                    self.observe(data)
+                    self._observe(data)
             else:
                 self._generated += head.count(b'"content":"')
                 start = head.rfind(EVENT_JOIN, 0, len(head) - 3)
                 self._last = head[start + 9 if start >= 0 else 6:-2]  # as observe keeps it
-        self.observe(body[cut + 9:-2] if cut >= 0 else body[6:-2])
+        self._observe(body[cut + 9:-2] if cut >= 0 else body[6:-2])
 
     def observe_chunk(self, chunk: JSON, data: bytes) -> None:
         """The same for an event its caller has decoded already (`data` its bytes)."""
+        if self._reads:
+            self.settle()
+        self._observe_chunk(chunk, data)
+
+    def _observe_chunk(self, chunk: JSON, data: bytes) -> None:
         if chunk.get("usage"):
             self._saw_usage = True
         if isinstance(chunk.get("choices"), list):
@@ -144,6 +177,14 @@ class UsageCounter:
 
     def missing(self) -> Chunk | None:
         """The usage chunk the stream lacked (once), shaped like its last chunk."""
+        if self._reads and not self._saw_usage:
+            body = self._reads[-1][0]
+            cut = body.rfind(EVENT_JOIN)
+            if _may_hold_usage(body[cut + 9:-2] if cut >= 0 else body[6:-2]) \
+                    and _holds_usage(body[cut + 9:-2] if cut >= 0 else body[6:-2]):
+                self._saw_usage = True  # the usual end: the backend sent it; nothing to count
+            else:
+                self.settle()
         if self._saw_usage or self._last is None:
             return None
         self._saw_usage = True
@@ -181,6 +222,19 @@ def _generates(choice: Any) -> bool:
 def prompt_chars(request: JSON) -> int:
     """Size of what the model reads: messages and tools as sent."""
     return len(orjson.dumps([request.get("messages"), request.get("tools")]))
+
+
+_KEPT_BYTES = 65536
+"""reads `observe_frames` keeps unlooked-at, at most (then they are looked at)."""
+
+
+def _holds_usage(data: bytes) -> bool:
+    """Whether an event's data is a chunk with a usage object (as `observe_chunk` judges)."""
+    try:
+        chunk = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(chunk, dict) and bool(chunk.get("usage"))
 
 
 def _may_hold_usage(data: bytes) -> bool:

@@ -5,7 +5,8 @@ import json
 from typing import Any
 
 import orjson
-from hypothesis import given
+import pytest
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from proxy.backends.sse_frames import (
@@ -189,9 +190,67 @@ def test_a_whole_read_counts_as_its_events_one_by_one(
         elif kind == "no choices":
             frame = {**base, "system_fingerprint": "fp"}
         events.append(dump(frame))
-    one_by_one, whole = UsageCounter(REQUEST), UsageCounter(REQUEST)
+    one_by_one, whole, kept = UsageCounter(REQUEST), UsageCounter(REQUEST), UsageCounter(REQUEST)
     for event in events:
         one_by_one.observe(event)
-    whole.observe_frames(b"".join(b"data: " + e + b"\n\n" for e in events), len(events))
+    read = b"".join(b"data: " + e + b"\n\n" for e in events)
+    whole.observe_frames(read, len(events))
+    whole.settle()
     assert vars(whole) == vars(one_by_one)
-    assert whole.missing() == one_by_one.missing()
+    # Kept unlooked-at until the end (`missing` settles only if it must): the same answer.
+    kept.observe_frames(read, len(events))
+    assert kept.missing() == whole.missing() == one_by_one.missing()
+
+
+@given(st.lists(st.tuples(_DELTAS.filter(lambda d: "tool_calls" not in d), _EVENT_KINDS),
+                min_size=1, max_size=12),
+       st.lists(st.integers(0, 12), max_size=4), st.lists(st.booleans(), max_size=12))
+@example([({"content": "a"}, "one")] * 3, [2], [False, True])  # a kept read, then one alone
+def test_reads_kept_for_later_give_what_observing_each_event_at_once_gives(
+        events_spec: list[tuple[dict[str, Any], str]], cuts: list[int],
+        singles: list[bool]) -> None:
+    # observe_frames keeps whole reads and looks at them only when it must; events
+    # that come alone (`observe`) in between must still be taken in their order.
+    events = []
+    for n, (delta, kind) in enumerate(events_spec):
+        # Each event its own `created`: the made-up usage chunk must copy the last one's.
+        base = {"id": "c", "object": "chat.completion.chunk", "created": n, "model": "m"}
+        frame: dict[str, Any] = {**base, "choices": [{"index": 0, "delta": delta,
+                                                      "finish_reason": None}]}
+        if kind == "usage":
+            frame = {**base, "choices": [], "usage": {
+                "prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}
+        elif kind == "no choices":
+            frame = {**base, "system_fingerprint": "fp"}
+        elif kind == "usage null":
+            frame["usage"] = None
+        events.append(orjson.dumps(frame))
+    bounds = sorted({0, len(events), *(c for c in cuts if c <= len(events))})
+    one_by_one, later = UsageCounter(REQUEST), UsageCounter(REQUEST)
+    for event in events:
+        one_by_one.observe(event)
+    for n, (a, b) in enumerate(itertools.pairwise(bounds)):
+        if n < len(singles) and singles[n]:
+            for event in events[a:b]:
+                later.observe(event)
+        else:
+            later.observe_frames(b"".join(b"data: " + e + b"\n\n" for e in events[a:b]), b - a)
+    assert later.missing() == one_by_one.missing()
+
+
+def test_a_stream_that_ends_with_its_usage_chunk_is_never_counted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The usual stream with include_usage: the backend's own usage chunk comes last, so
+    # the reads kept for counting are never looked at.
+    base = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    text = [orjson.dumps({**base, "choices": [{"index": 0, "delta": {"content": f"w{i}"},
+                                               "finish_reason": None}]}) for i in range(8)]
+    usage = orjson.dumps({**base, "choices": [], "usage": {
+        "prompt_tokens": 3, "completion_tokens": 8, "total_tokens": 11}})
+    counter = UsageCounter(REQUEST)
+    looked: list[int] = []
+    monkeypatch.setattr(counter, "_observe_frames", lambda body, events: looked.append(events))
+    counter.observe_frames(b"".join(b"data: " + e + b"\n\n" for e in text[:5]), 5)
+    counter.observe_frames(b"".join(b"data: " + e + b"\n\n" for e in [*text[5:], usage]), 4)
+    assert counter.missing() is None
+    assert looked == []
