@@ -162,8 +162,6 @@ class _ResponsesStream(SseResponse):
 async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
                   translated: Translated, keep: ResponsesStore | None,
                   direct: SseWriter | None = None) -> AsyncIterator[bytes]:
-    # The flow's own close runs at the response's end too (it runs once): if the
-    # client leaves before the body starts, only that frees the upstream and slot.
     yield _frames(builder.start())
     batches = output.batches(direct)
     try:

@@ -160,7 +160,7 @@ class UsageCounter:
                 self._generated += head.count(b'"content":"')
                 start = head.rfind(EVENT_JOIN, 0, len(head) - 3)
                 self._last = head[start + 9 if start >= 0 else 6:-2]  # as observe keeps it
-        self._observe(body[cut + 9:-2] if cut >= 0 else body[6:-2])
+        self._observe(_last_event(body, cut))
 
     def observe_chunk(self, chunk: JSON, data: bytes) -> None:
         """The same for an event its caller has decoded already (`data` its bytes)."""
@@ -179,9 +179,7 @@ class UsageCounter:
         """The usage chunk the stream lacked (once), shaped like its last chunk."""
         if self._reads and not self._saw_usage:
             body = self._reads[-1][0]
-            cut = body.rfind(EVENT_JOIN)
-            if _may_hold_usage(body[cut + 9:-2] if cut >= 0 else body[6:-2]) \
-                    and _holds_usage(body[cut + 9:-2] if cut >= 0 else body[6:-2]):
+            if _holds_usage(_last_event(body, body.rfind(EVENT_JOIN))):
                 self._saw_usage = True  # the usual end: the backend sent it; nothing to count
             else:
                 self.settle()
@@ -228,8 +226,15 @@ _KEPT_BYTES = 65536
 """reads `observe_frames` keeps unlooked-at, at most (then they are looked at)."""
 
 
+def _last_event(body: bytes, cut: int) -> bytes:
+    """The data of a read's last event (`cut`: where the last join between events is)."""
+    return body[cut + 9:-2] if cut >= 0 else body[6:-2]
+
+
 def _holds_usage(data: bytes) -> bool:
     """Whether an event's data is a chunk with a usage object (as `observe_chunk` judges)."""
+    if not _may_hold_usage(data):
+        return False
     try:
         chunk = orjson.loads(data)
     except orjson.JSONDecodeError:

@@ -195,7 +195,7 @@ class CallAssembly:
                 self._drop("", "malformed")
                 continue
             delta = _parse_delta(raw)
-            if delta is None or not (delta.name or delta.id or delta.arguments):
+            if not (delta.name or delta.id or delta.arguments):
                 # Empty diffs (llama.cpp) carry nothing and must not open a
                 # nameless call after a whole call was already emitted.
                 continue
@@ -303,9 +303,8 @@ def _malformed(raw: Any) -> bool:
     return fn is not None and not isinstance(fn.get("name") or "", str)
 
 
-def _parse_delta(raw: Any) -> _Delta | None:
-    if not isinstance(raw, dict):
-        return None
+def _parse_delta(raw: JSON) -> _Delta:
+    """A delta `_malformed` let through: missing fields read as empty."""
     index, call_id, fn = raw.get("index"), raw.get("id"), raw.get("function")
     fn = fn if isinstance(fn, dict) else {}
     name = fn.get("name")
