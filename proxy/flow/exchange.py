@@ -36,6 +36,7 @@ class Exchange:
     reported: bool = False
     tap: Tap = field(init=False)
     """what the console sees of this request (a bench capture, a kept prompt)."""
+    _redactor: Redactor | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.tap = self.svc.console.tap_for(self.request)
@@ -43,8 +44,10 @@ class Exchange:
     def redactor(self) -> Redactor:
         """Masks every configured secret and the key this client sent: an upstream may
         repeat what it got (the client's own Authorization or X-Api-Key included) in its
-        error text. Made only when there is text to mask (error paths)."""
-        return self.svc.redactor.for_request(self.request.headers)
+        error text. Made once, and only when there is text to mask (error paths)."""
+        if self._redactor is None:
+            self._redactor = self.svc.redactor.for_request(self.request.headers)
+        return self._redactor
 
     def shown(self, text: str) -> str:
         """`text` as a client, the console or a log line may show it."""
