@@ -13,15 +13,16 @@ class _Transport:
 
     def __init__(self) -> None:
         self.sends: list[bytes] = []
+        self.late: list[bytes] = []
+        """sends after the connection closed (an assert would be swallowed by the loop
+        when the write runs in a callback)."""
         self.closed = False
 
     def write(self, data: bytes) -> None:
-        assert not self.closed
-        self.sends.append(data)
+        (self.late if self.closed else self.sends).append(data)
 
     def writelines(self, pieces: Any) -> None:
-        assert not self.closed
-        self.sends.append(b"".join(pieces))
+        self.write(b"".join(pieces))
 
     def is_closing(self) -> bool:
         return self.closed
@@ -85,7 +86,7 @@ async def test_closing_sends_a_waiting_head_first() -> None:
     cycle.transport.close()
     assert transport.sends == [b"HEAD"] and transport.closed
     await asyncio.sleep(0)
-    assert transport.sends == [b"HEAD"]
+    assert transport.sends == [b"HEAD"] and transport.late == []
 
 
 async def test_a_head_for_a_client_gone_meanwhile_is_dropped_quietly() -> None:
@@ -93,7 +94,7 @@ async def test_a_head_for_a_client_gone_meanwhile_is_dropped_quietly() -> None:
     cycle.transport.write(b"HEAD")
     transport.closed = True  # the connection was lost before the loop's next turn
     await asyncio.sleep(0)
-    assert transport.sends == []
+    assert transport.sends == [] and transport.late == []
 
 
 async def test_everything_else_is_the_transport() -> None:

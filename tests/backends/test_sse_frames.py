@@ -10,6 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from proxy.backends.sse_frames import (
+    _KEPT_BYTES,
     UsageCounter,
     completion_to_sse,
     estimate_tokens,
@@ -254,3 +255,34 @@ def test_a_stream_that_ends_with_its_usage_chunk_is_never_counted(
     counter.observe_frames(b"".join(b"data: " + e + b"\n\n" for e in [*text[5:], usage]), 4)
     assert counter.missing() is None
     assert looked == []
+
+
+def _content_event(n: int) -> bytes:
+    return orjson.dumps({"id": "c", "object": "chat.completion.chunk", "created": n,
+                         "model": "m", "choices": [{"index": 0, "delta": {"content": "w"},
+                                                    "finish_reason": None}]})
+
+
+def test_a_decoded_event_after_kept_reads_is_taken_after_them() -> None:
+    # The translator hands a tool-call chunk it decoded anyway to observe_chunk: the
+    # reads kept before it come first, so the made-up usage chunk copies the last one.
+    counter = UsageCounter(REQUEST)
+    counter.observe_frames(b"".join(b"data: " + _content_event(n) + b"\n\n" for n in (1, 2)), 2)
+    last = _content_event(3)
+    counter.observe_chunk(orjson.loads(last), last)
+    made = counter.missing()
+    assert made is not None
+    assert made["created"] == 3 and made["usage"]["completion_tokens"] == 3
+
+
+def test_kept_reads_are_bounded_and_counted_as_they_go() -> None:
+    # A long answer is not kept whole: past the bound, what is kept is counted.
+    counter = UsageCounter(REQUEST)
+    read = b"".join(b"data: " + _content_event(n) + b"\n\n" for n in range(64))
+    reads = 2 * _KEPT_BYTES // len(read) + 2
+    for _ in range(reads):
+        counter.observe_frames(read, 64)
+        assert counter._read_bytes <= _KEPT_BYTES + len(read)
+    assert counter._read_bytes < 2 * _KEPT_BYTES
+    made = counter.missing()
+    assert made is not None and made["usage"]["completion_tokens"] == 64 * reads

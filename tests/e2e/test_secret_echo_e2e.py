@@ -83,7 +83,10 @@ async def test_a_mid_stream_error_event_is_masked(start: Callable[..., Any], fak
                                                   endpoint: str) -> None:
     fake.api_key = None
     fake.reply("qwen3:8b", Reply(raw_events=[
-        b'data: {"error":{"message":"upstream auth Bearer ' + UPKEY.encode() + b' expired"}}\n\n']))
+        # vLLM's mid-stream error form: the error event, then [DONE].
+        b'data: {"error":{"message":"upstream auth Bearer ' + UPKEY.encode()
+        + b' expired","type":"BadRequestError","param":null,"code":400}}\n\n',
+        b"data: [DONE]\n\n"]))
     http = await start()
     body = CHAT if endpoint.endswith("completions") else {"model": "qwen3:8b", "input": "hi"}
     answer = await http.post(endpoint, json={**body, "stream": True})

@@ -150,18 +150,18 @@ class FakeOllama:
         return False
 
     def _denied(self, request: Request) -> Response | None:
-        """Ollama itself checks no key; behind a key-checking gateway (or as vLLM or
-        llama.cpp with --api-key) a wrong key is a 401 in the /v1 error envelope.
-        This one repeats the credentials it got, as a debugging gateway may: what
-        toolshim must never show a client."""
+        """Ollama itself checks no key; llama.cpp's server with --api-key answers a wrong
+        one 401 in its error envelope (code, message, type). This one also repeats the
+        credentials it got, as a debugging gateway in front may: what toolshim must
+        never show a client."""
         if self.api_key is None or \
                 request.headers.get("authorization") == f"Bearer {self.api_key}":
             return None
         got = [request.headers.get("authorization", ""), request.headers.get("x-api-key", "")]
         return Response(orjson.dumps({"error": {
-            "message": "bad key: " + " / ".join(got), "type": "authentication_error",
-            "param": None, "code": "invalid_api_key"}}) + b"\n",
-            status_code=401, media_type="application/json")
+            "code": 401, "message": "bad key: " + " / ".join(got),
+            "type": "authentication_error"}}),
+            status_code=401, media_type="application/json; charset=utf-8")
 
     def _record(self, request: Request, body: dict[str, Any]) -> None:
         with self.lock:

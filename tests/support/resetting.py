@@ -17,7 +17,7 @@ from support.raw_server import raw_server
 
 # Ollama /v1's 500 for an agent history it cannot template (ollama#18107).
 _ERROR = (b'{"error":{"message":"no user query found in messages","type":"api_error",'
-          b'"param":null,"code":null}}')
+          b'"param":null,"code":null}}\n')  # Go's json.Encoder ends the body with a newline
 _HALF = {
     "during": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n"
               b'{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,',
