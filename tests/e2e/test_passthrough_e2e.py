@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from support.edge_upstream import EdgeUpstream
+from support.log_lines import request_lines
 from support.servers import serve
 
 from proxy.app import create_app
@@ -128,16 +129,12 @@ def test_the_request_line_is_logged_after_the_body_streamed(
     with httpx.Client(base_url=proxied, timeout=10) as http:
         assert http.get("/v1/slow").text.count("piece") == 5
         deadline = time.monotonic() + 5
-        while not _request_lines(caplog) and time.monotonic() < deadline:
+        while not request_lines(caplog) and time.monotonic() < deadline:
             time.sleep(0.05)
-    (line,) = _request_lines(caplog)
+    (line,) = request_lines(caplog)
     assert line["status"] == 200 and line["endpoint"] == "slow"
     assert line["duration_ms"] >= 5 * 200 * 0.9  # five pieces 0.2 s apart
 
-
-def _request_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [r.record for r in caplog.records  # type: ignore[attr-defined]
-            if r.getMessage() == "request" and isinstance(getattr(r, "record", None), dict)]
 
 
 def test_connection_named_headers_are_stripped_and_encoding_is_the_clients(

@@ -14,6 +14,7 @@ import openai
 import pytest
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.log_lines import request_lines
 from support.servers import serve
 
 from proxy.app import create_app
@@ -198,17 +199,13 @@ def test_get_and_delete_are_logged_one_line_each(
             call(done.id)
     # The create's line is written once its answer is sent: its place may vary.
     lines = [(r["endpoint"], r["status"], r.get("error"), r.get("model"))
-             for r in _request_lines(caplog) if r["endpoint"] != "responses"]
+             for r in request_lines(caplog) if r["endpoint"] != "responses"]
     gone = f"no stored response with id {done.id!r}"
     assert lines == [("responses.retrieve", 200, None, "qwen3:8b"),
                      ("responses.delete", 200, None, None),
                      ("responses.retrieve", 404, gone, None),
                      ("responses.delete", 404, gone, None)]
 
-
-def _request_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [r.record for r in caplog.records  # type: ignore[attr-defined]
-            if r.getMessage() == "request" and isinstance(getattr(r, "record", None), dict)]
 
 
 def test_a_stored_response_belongs_to_the_api_key_that_made_it(

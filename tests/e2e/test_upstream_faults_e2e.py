@@ -7,12 +7,13 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import httpx
 import openai
 import pytest
 from support.fake_ollama import FakeOllama, Reply
+from support.log_lines import request_lines
 from support.resetting import resetting_upstream
 from support.servers import serve
 
@@ -113,16 +114,12 @@ def test_a_passed_through_body_cut_by_the_upstream_reaches_the_client_cut(
                 with pytest.raises(httpx.RemoteProtocolError, match="incomplete"):
                     answer.read()
             deadline = time.monotonic() + 5
-            while not _request_lines(caplog) and time.monotonic() < deadline:
+            while not request_lines(caplog) and time.monotonic() < deadline:
                 time.sleep(0.05)
-    (line,) = _request_lines(caplog)
+    (line,) = request_lines(caplog)
     assert line["endpoint"] == "embeddings" and line["status"] == 502
     assert "closed the connection" in line["error"]
     # Logged once: the server's own "returned without completing response" line about
     # the body we left unfinished on purpose is dropped.
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
-
-def _request_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [r.record for r in caplog.records  # type: ignore[attr-defined]
-            if r.getMessage() == "request" and isinstance(getattr(r, "record", None), dict)]
