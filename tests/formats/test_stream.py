@@ -305,11 +305,22 @@ def test_no_format_writes_a_call_its_marker_would_count_as_a_mention(
         name: str, calls: list[ParsedCall]) -> None:
     # The early release is safe only if every real call, in every format, reads as one
     # that may still open at each of its markers.
+    # Open-ended and generic markers are never read as mentions: only the rest are
+    # checked, and every format but those that write bare calls writes one of them.
     fmt = FORMATS[name]
     text = fmt.render_calls(calls)
     tools = [c.name for c in calls]
-    for marker in fmt.markers:
+    decided = [m for m in fmt.markers if m not in _OPEN_ENDED and m not in GENERIC_MARKERS]
+    checked = 0
+    for marker in decided:
         at = text.find(marker)
         while at >= 0:
             assert not opens_nothing(marker, text[at + len(marker):], tools), (marker, text)
+            checked += 1
             at = text.find(marker, at + 1)
+    assert checked or name in _WRITES_BARE_CALLS, (name, decided, text)
+
+
+_WRITES_BARE_CALLS = {"gpt_oss", "json_block", "llama3_json", "pythonic", "xlam"}
+"""Formats whose calls carry no marker that could be read as a mention (their markers
+are open-ended or generic, or, for xLAM, accepted on input but never written)."""

@@ -60,7 +60,7 @@ def go_json(obj: Any) -> bytes:
 def no_tools_body(model: str, legacy: bool = False) -> bytes:
     """R1: 400 for a model whose template has no tools."""
     kind = "api_error" if legacy else "invalid_request_error"
-    return orjson.dumps({"error": {"message": f"{qualified_name(model)} does not support tools",
+    return go_json({"error": {"message": f"{qualified_name(model)} does not support tools",
                                    "type": kind,
                                    "param": None, "code": None}}) + b"\n"
 
@@ -233,7 +233,7 @@ class FakeOllama:
             return denied
         data = [{"id": name, "object": "model", "created": T, "owned_by": "library"}
                 for name in self.models] or None
-        return Response(orjson.dumps({"object": "list", "data": data}),
+        return Response(go_json({"object": "list", "data": data}),
                         media_type="application/json")
 
     async def _show(self, request: Request) -> Response:
@@ -244,10 +244,10 @@ class FakeOllama:
         name = _tagged(body.get("model") or body.get("name") or "")
         info = self.models.get(name)
         if info is None or not info["show"]:
-            return Response(orjson.dumps({"error": f"model '{name}' not found"}),
+            return Response(go_json({"error": f"model '{name}' not found"}),
                             status_code=404, media_type="application/json; charset=utf-8")
         caps = ["completion", "tools"] if info["tools"] else ["completion"]
-        return Response(orjson.dumps({"modelfile": "", "parameters": "", "template": "",
+        return Response(go_json({"modelfile": "", "parameters": "", "template": "",
                                       "details": {"family": "fake"}, "model_info": {},
                                       "capabilities": caps}),
                         media_type="application/json; charset=utf-8")
@@ -257,7 +257,7 @@ class FakeOllama:
         self._record(request, body)
         if (denied := self._denied(request)) is not None:
             return denied
-        return Response(orjson.dumps({"object": "list", "model": body.get("model"), "data": [
+        return Response(go_json({"object": "list", "model": body.get("model"), "data": [
             {"object": "embedding", "index": 0, "embedding": [0.1, 0.2, 0.3]}]}),
             media_type="application/json")
 
@@ -269,7 +269,7 @@ def _frame(obj: dict[str, Any]) -> bytes:
 def _v1_error(status: int, message: str, legacy: bool) -> Response:
     kind = "api_error" if legacy else {400: "invalid_request_error",
                                        404: "not_found_error"}.get(status, "api_error")
-    return Response(orjson.dumps({"error": {"message": message, "type": kind, "param": None,
+    return Response(go_json({"error": {"message": message, "type": kind, "param": None,
                                             "code": None}}) + b"\n",
                     status_code=status, media_type="application/json")
 

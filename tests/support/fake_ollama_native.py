@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from support.fake_ollama import FakeOllama, Reply, _tagged, qualified_name
+from support.fake_ollama import FakeOllama, Reply, _tagged, go_json, qualified_name
 
 NATIVE_JSON = "application/json; charset=utf-8"
 CREATED_AT = "2025-07-07T20:22:19.184789Z"
@@ -123,7 +123,7 @@ class FakeOllamaNative(FakeOllama):
 
     async def _version(self, request: Request) -> Response:
         self._record(request, {})
-        return Response(orjson.dumps({"version": self.version}), media_type=NATIVE_JSON)
+        return Response(go_json({"version": self.version}), media_type=NATIVE_JSON)
 
     async def _ps(self, request: Request) -> Response:
         self._record(request, {})
@@ -132,7 +132,7 @@ class FakeOllamaNative(FakeOllama):
                    "expires_at": "2026-11-24T10:05:00Z", "size_vram": 1,
                    "context_length": state.num_ctx}
                   for name, state in self.loaded.items()]
-        return Response(orjson.dumps({"models": models}), media_type=NATIVE_JSON)
+        return Response(go_json({"models": models}), media_type=NATIVE_JSON)
 
     async def _show(self, request: Request) -> Response:
         body = orjson.loads(await request.body())
@@ -142,7 +142,7 @@ class FakeOllamaNative(FakeOllama):
         if info is None or not info["show"]:
             return _native_error(404, f"model '{name}' not found")
         caps = ["completion", "tools", "thinking"] if info["tools"] else ["completion"]
-        return Response(orjson.dumps({
+        return Response(go_json({
             "modelfile": "", "parameters": "stop \"<|im_end|>\"", "template": "",
             "details": {"family": "fake"}, "capabilities": caps,
             "model_info": {"general.architecture": "fake",
@@ -174,7 +174,7 @@ class FakeOllamaNative(FakeOllama):
         lines = self._lines(body["model"], reply, prompt_tokens)
         if body.get("stream", True):
             return StreamingResponse(self._paced(lines, reply), media_type="application/x-ndjson")
-        return Response(orjson.dumps(self._whole(body["model"], reply, prompt_tokens)),
+        return Response(go_json(self._whole(body["model"], reply, prompt_tokens)),
                         media_type=NATIVE_JSON)
 
     def _lines(self, model: str, reply: Reply, prompt_tokens: int) -> list[bytes]:
@@ -233,7 +233,7 @@ class FakeOllamaNative(FakeOllama):
 
 
 def _line(obj: dict[str, Any]) -> bytes:
-    return orjson.dumps(obj) + b"\n"
+    return go_json(obj) + b"\n"
 
 
 def _metrics(prompt_tokens: int, eval_count: int) -> dict[str, int]:
@@ -244,4 +244,4 @@ def _metrics(prompt_tokens: int, eval_count: int) -> dict[str, int]:
 
 def _native_error(status: int, message: str) -> Response:
     # gin's c.JSON: no trailing newline.
-    return Response(orjson.dumps({"error": message}), status_code=status, media_type=NATIVE_JSON)
+    return Response(go_json({"error": message}), status_code=status, media_type=NATIVE_JSON)

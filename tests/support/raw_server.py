@@ -2,6 +2,10 @@
 
 `raw_server(handle)` accepts connections on a free port in a thread and calls
 `handle(conn)` for each, one at a time; the connection is closed after it.
+A handler that fails on the socket (the proxy hung up, or sent nothing in time) just
+ends that connection; any other exception (a bug or an assert in the handler) ends
+that connection too, the server goes on, and it is raised when the server stops, so
+the test fails with it instead of waiting on a server that died.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ def raw_server(handle: Callable[[socket.socket], None], *, timeout: float = 5.0
     listener.listen(16)
     listener.settimeout(0.2)
     stop = threading.Event()
+    failures: list[BaseException] = []
 
     def serve() -> None:
         while not stop.is_set():
@@ -32,7 +37,12 @@ def raw_server(handle: Callable[[socket.socket], None], *, timeout: float = 5.0
                 return
             with conn:
                 conn.settimeout(timeout)
-                handle(conn)
+                try:
+                    handle(conn)
+                except OSError:
+                    pass  # the peer left or went quiet: that connection is over
+                except Exception as exc:  # noqa: BLE001 - raised in the test's thread
+                    failures.append(exc)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -42,3 +52,5 @@ def raw_server(handle: Callable[[socket.socket], None], *, timeout: float = 5.0
         stop.set()
         listener.close()
         thread.join(timeout=5)
+    if failures:
+        raise failures[0]
