@@ -2,7 +2,8 @@
 
 Owns the wire shapes only (docs/backends.md 1b, 1c, R3, R7); no sockets, no clock. Models:
 ``bench-small`` (short answer; streamed as 2 chunks), ``bench-chunks-N`` and
-``bench-slow-N`` (N content chunks; the server decides the pacing).
+``bench-slow-N`` (N content chunks; the server decides the pacing); ``bench-native-N``
+and ``bench-native-slow-N`` the same through Ollama's native /api/chat.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ CREATED = 1755000000
 CHUNK_ID = "chatcmpl-527"
 SMALL_PARTS = ("Hello!", " How can I help you today?")
 BENCH_MODELS = ("bench-small", "bench-chunks-64", "bench-slow-64", "bench-native-64",
-                "bench-slow-16")
-"""the listed models (the proxy answers 404 for others); bench-slow-16 is the short
-stream that per-event instruction counts subtract (bench/README.md)."""
+                "bench-slow-16", "bench-native-slow-16", "bench-native-slow-64")
+"""the listed models (the proxy answers 404 for others); the -16 streams are the short
+ones that per-event instruction counts subtract (bench/README.md)."""
 _GIN_JSON = b"application/json; charset=utf-8"
-_MODEL_RE = re.compile(r"^bench-(small|chunks-(\d{1,4})|slow-(\d{1,4})|native-(\d{1,4}))$")
+_MODEL_RE = re.compile(
+    r"^bench-(small|chunks-(\d{1,4})|slow-(\d{1,4})|native-(\d{1,4})|native-slow-(\d{1,4}))$")
 NDJSON = b"application/x-ndjson"
 CREATED_AT = "2025-07-07T20:22:19.184789Z"
 
@@ -45,7 +47,7 @@ def content_parts(model: str) -> tuple[str, ...] | None:
     m = _MODEL_RE.match(model)
     if m is None:
         return None
-    count = int(m.group(2) or m.group(3) or m.group(4) or 0)
+    count = int(m.group(2) or m.group(3) or m.group(4) or m.group(5) or 0)
     if m.group(1) == "small":
         return SMALL_PARTS
     return tuple(f" word{i}" for i in range(max(count, 1)))

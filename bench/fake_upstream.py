@@ -274,6 +274,10 @@ class Connection(asyncio.Protocol):
                         orjson.dumps({"error": f"model '{model}' not found"}))
         elif not stream:
             self._reply("200 OK", b"application/json; charset=utf-8", chunks[0])
+        elif model.startswith("bench-native-slow-"):
+            self.write(_head("200 OK", NDJSON, self.answers.http_date(), None) + chunks[0])
+            self.answers.slow.add(SlowStream(self, chunks))
+            self.answers.start_ticker()
         else:
             head = _head("200 OK", NDJSON, self.answers.http_date(), None)
             self.write(head + b"".join(chunks) + b"0\r\n\r\n")

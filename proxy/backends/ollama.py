@@ -183,7 +183,12 @@ async def open_native(upstream: Upstream, body: dict[str, Any], headers: dict[st
 
 
 class _Translated(httpx.AsyncByteStream):
-    """The upstream NDJSON body, read as it arrives, handed on as OpenAI SSE."""
+    """The upstream NDJSON body, read as it arrives, handed on as OpenAI SSE.
+
+    Read by a task (`async for`), or, while the relay waits, translated in the
+    upstream's read callback and pushed on (`wait_pushed`, as the wire's own bodies
+    do): a slow native stream then wakes no task per line, like a /v1 one.
+    """
 
     def __init__(self, response: httpx.Response, translator: NativeStream,
                  finished: Finished) -> None:
@@ -191,11 +196,19 @@ class _Translated(httpx.AsyncByteStream):
         self.translator = translator
         self.finished = finished
         self.reported = False
+        self.error: Exception | None = None
+        """what translating a pushed read raised: raised by the next read, where the
+        task would have met it."""
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         translator = self.translator
         # A broken transport raises as it is: the reader maps it (flow/run.py Turn).
-        async for piece in body_stream(self.response):
+        pieces = aiter(body_stream(self.response))
+        while True:
+            self._raise_pushed_error()
+            piece = await anext(pieces, None)
+            if piece is None:
+                break
             out = translator.feed(piece)
             # Before yielding: the relay stops reading at the answer's [DONE].
             self._report()
@@ -205,6 +218,30 @@ class _Translated(httpx.AsyncByteStream):
         self._report()
         if tail:
             yield tail
+
+    async def wait_pushed(self, push: Callable[[bytes], bool]) -> None:
+        """Wait while each read is translated and given to `push` in the read callback
+        (the wire's `wait_pushed`); returns as that does, or at once for another
+        transport's body."""
+        wait = getattr(body_stream(self.response), "wait_pushed", None)
+        if wait is None or self.error is not None:
+            return
+
+        def translated(piece: bytes) -> bool:
+            try:
+                out = self.translator.feed(piece)
+                self._report()
+            except Exception as exc:  # noqa: BLE001 - not lost: the next read raises it
+                self.error = exc
+                return False
+            return push(out) if out else not self.translator.done
+
+        await wait(translated)
+
+    def _raise_pushed_error(self) -> None:
+        error, self.error = self.error, None
+        if error is not None:
+            raise error
 
     def _report(self) -> None:
         if self.translator.done and not self.reported:

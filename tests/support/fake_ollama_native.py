@@ -39,6 +39,8 @@ class NativeReply(Reply):
     thinking: list[str] = field(default_factory=list)
     error_after: int | None = None
     """send an `{"error": ...}` line after this many lines (a mid-stream failure)."""
+    garbage_after: int | None = None
+    """send a line that is not JSON after this many lines (a broken upstream, not Ollama)."""
 
 
 @dataclass
@@ -196,6 +198,9 @@ class FakeOllamaNative(FakeOllama):
         if isinstance(reply, NativeReply) and reply.error_after is not None:
             lines = lines[:reply.error_after] + [_line({"error": "an error was encountered "
                                                                 "while running the model"})]
+        if isinstance(reply, NativeReply) and reply.garbage_after is not None:
+            lines = [*lines[:reply.garbage_after], b"<html>502 Bad Gateway</html>\n",
+                     *lines[reply.garbage_after:]]
         return lines
 
     def _whole(self, model: str, reply: Reply, prompt_tokens: int) -> dict[str, Any]:
