@@ -254,7 +254,7 @@ class Connection(asyncio.Protocol):
                         orjson.dumps({"error": err}) + b"\n")
         elif not stream:
             self._reply("200 OK", b"application/json", chunks[0])
-        elif model.startswith("bench-slow-"):
+        elif model.startswith(("bench-slow-", "bench-native-slow-")):
             head = _head("200 OK", b"text/event-stream", self.answers.http_date(), None)
             self.write(head + chunks[0])
             self.answers.slow.add(SlowStream(self, chunks))

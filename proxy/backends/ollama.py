@@ -187,7 +187,8 @@ class _Translated(httpx.AsyncByteStream):
 
     Read by a task (`async for`), or, while the relay waits, translated in the
     upstream's read callback and pushed on (`wait_pushed`, as the wire's own bodies
-    do): a slow native stream then wakes no task per line, like a /v1 one.
+    do): a slow native stream then wakes no task per line, like a /v1 one. Either
+    way a line that fails comes out as `ApiError` after the frames before it.
     """
 
     def __init__(self, response: httpx.Response, translator: NativeStream,
@@ -196,9 +197,11 @@ class _Translated(httpx.AsyncByteStream):
         self.translator = translator
         self.finished = finished
         self.reported = False
+        self.ended = False
+        """the upstream body is read to its end (its connection may be another's now)."""
         self.error: Exception | None = None
-        """what translating a pushed read raised: raised by the next read, where the
-        task would have met it."""
+        """what a pushed read ended with: raised by the next read, where the task would
+        have met it."""
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         translator = self.translator
@@ -214,27 +217,38 @@ class _Translated(httpx.AsyncByteStream):
             self._report()
             if out:
                 yield out
+            if translator.failure is not None:
+                raise translator.failure
+        self.ended = True
         tail = translator.end()
         self._report()
         if tail:
             yield tail
+        if translator.failure is not None:
+            raise translator.failure
 
     async def wait_pushed(self, push: Callable[[bytes], bool]) -> None:
         """Wait while each read is translated and given to `push` in the read callback
         (the wire's `wait_pushed`); returns as that does, or at once for another
-        transport's body."""
+        transport's body and once the body has ended."""
         wait = getattr(body_stream(self.response), "wait_pushed", None)
-        if wait is None or self.error is not None:
+        if wait is None or self.ended or self.error is not None:
             return
+        translator = self.translator
 
         def translated(piece: bytes) -> bool:
             try:
-                out = self.translator.feed(piece)
+                out = translator.feed(piece)
                 self._report()
             except Exception as exc:  # noqa: BLE001 - not lost: the next read raises it
                 self.error = exc
                 return False
-            return push(out) if out else not self.translator.done
+            if translator.failure is not None:
+                self.error = translator.failure
+                if out:
+                    push(out)  # the lines before the bad one, then the failure
+                return False
+            return push(out) if out else not translator.done
 
         await wait(translated)
 

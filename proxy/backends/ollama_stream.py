@@ -24,7 +24,13 @@ IdFactory = Callable[[], str]
 
 
 class NativeStream:
-    """NDJSON lines in, `data: <chunk>` frames out; usage kept for the caller."""
+    """NDJSON lines in, `data: <chunk>` frames out; usage kept for the caller.
+
+    A line that is not a JSON object ends the translation: `feed` (or `end`) returns
+    the frames of the lines before it and sets `failure`, which the caller raises
+    after handing those on. Nothing translated before a bad line is lost, whether it
+    came in an earlier read or in the same one.
+    """
 
     def __init__(self, model: str, created: int, completion_id: str, *,
                  include_usage: bool, id_factory: IdFactory) -> None:
@@ -37,11 +43,14 @@ class NativeStream:
         self.calls = _Calls(id_factory)
         self.role_sent = False
         self.done = False
+        self.failure: ApiError | None = None
         self.prompt_eval_count: int | None = None
         self.eval_count: int | None = None
         self._tail = b""
 
     def feed(self, data: bytes) -> bytes:
+        if self.failure is not None:
+            return b""
         buf = self._tail + data if self._tail else data
         lines = buf.split(b"\n")
         self._tail = lines.pop()
@@ -55,13 +64,27 @@ class NativeStream:
             except orjson.JSONDecodeError:
                 objs = None
             if type(objs) is list and len(objs) == len(lines):
-                return b"".join([self._object(obj) for obj in objs if not self.done])
-        return b"".join([self._line(line) for line in lines if line.strip() and not self.done])
+                return self._frames(objs)
+        return self._frames([line for line in lines if line.strip()])
 
     def end(self) -> bytes:
         """The last line may come without its newline."""
         tail, self._tail = self._tail, b""
-        return self._line(tail) if tail.strip() and not self.done else b""
+        return self._frames([tail]) if tail.strip() and self.failure is None else b""
+
+    def _frames(self, items: list[Any]) -> bytes:
+        """Lines (bytes) or their decoded values, framed until the answer is done or a
+        line fails (`failure`)."""
+        out: list[bytes] = []
+        for item in items:
+            if self.done:
+                break
+            try:
+                out.append(self._line(item) if type(item) is bytes else self._object(item))
+            except ApiError as exc:
+                self.failure = exc
+                break
+        return b"".join(out)
 
     def _line(self, line: bytes) -> bytes:
         try:

@@ -310,8 +310,10 @@ class _Body(httpx.AsyncByteStream):
             self._finish()
 
     async def wait_pushed(self, push: Callable[[bytes], bool]) -> None:
-        """`_Connection.wait_pushed` with this answer's read timeout."""
-        await self.conn.wait_pushed(push, self.timeout)
+        """`_Connection.wait_pushed` with this answer's read timeout; nothing once the
+        answer has ended (its connection may be serving another request by now)."""
+        if not self.done:
+            await self.conn.wait_pushed(push, self.timeout)
 
     async def aclose(self) -> None:
         self._finish()

@@ -99,21 +99,31 @@ def test_error_line_ends_with_an_error_event_and_no_done() -> None:
 
 
 def test_garbage_line_is_a_502() -> None:
-    with pytest.raises(ApiError) as caught:
-        _stream().feed(b"<html>\n")
-    assert caught.value.status == 502
+    stream = _stream()
+    assert stream.feed(b"<html>\n") == b""
+    assert stream.failure is not None and stream.failure.status == 502
+    assert stream.feed(_line({"role": "assistant", "content": "late"})) == b""  # it is over
 
 
 def test_a_read_of_many_lines_with_a_bad_one_is_a_502_and_blank_lines_are_skipped() -> None:
     # Many lines at once are decoded as one array; a bad line (even one that would
-    # join with its neighbour, or hold two values) is still found and refused.
+    # join with its neighbour, or hold two values) is still found and refused, and the
+    # line before it still comes out.
     ok = _line({"role": "assistant", "content": "a"})
-    for bad in (b"<html>", b'{"message": {"content": "cut', b"1,2", b'{"a": 1}, {"b": 2}'):
-        with pytest.raises(ApiError) as caught:
-            _stream().feed(ok + bad + b"\n" + ok)
-        assert caught.value.status == 502
+    for bad in (b"<html>", b'{"message": {"content": "cut', b"1,2", b'{"a": 1}, {"b": 2}', b"7"):
+        stream = _stream()
+        out = stream.feed(ok + bad + b"\n" + ok)
+        assert stream.failure is not None and stream.failure.status == 502, bad
+        assert [e["choices"][0]["delta"].get("content") for e in _events(out)] == ["a"], bad
     blank = _stream().feed(ok + b"\n  \n" + ok)
     assert blank == _stream().feed(ok + ok) and blank.count(b"data: ") == 2
+
+
+def test_an_unterminated_bad_last_line_fails_at_the_end() -> None:
+    stream = _stream()
+    out = stream.feed(_line({"role": "assistant", "content": "a"}) + b"<html>")
+    assert out.count(b"data: ") == 1 and stream.failure is None
+    assert stream.end() == b"" and stream.failure is not None
 
 
 def test_unterminated_stream_has_no_finish() -> None:

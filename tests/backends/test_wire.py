@@ -129,6 +129,39 @@ async def test_a_chunked_stream_is_handed_on_as_it_arrives() -> None:
     assert pieces == [b"data: 1", b"data: 2"]
 
 
+async def test_an_answer_read_to_its_end_pushes_nothing_from_its_connections_next_answer(
+        ) -> None:
+    # A reader may ask an ended answer to push on (a translated body yields its tail
+    # after the wire's body ended); by then the connection can be another request's.
+    release = asyncio.Event()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        writer.write(ok(b'{"a":1}'))
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        await writer.drain()
+        await release.wait()
+        writer.write(b"7\r\n{\"b\":2}\r\n0\r\n\r\n")
+        await reader.read()
+
+    transport = WireTransport(max_connections=8)
+    async with backend(answer) as (url, opened):
+        target = httpx.URL(url + "/v1/x")
+        first = await transport.send("POST", target, {}, b"{}", TIMEOUT)
+        assert [piece async for piece in first.stream] == [b'{"a":1}']
+        second = await transport.send("POST", target, {}, b"{}", TIMEOUT)
+        pushed: list[bytes] = []
+        waiting = asyncio.ensure_future(first.stream.wait_pushed(  # type: ignore[attr-defined]
+            lambda piece: pushed.append(piece) is None))
+        await asyncio.sleep(0.05)
+        release.set()
+        assert [piece async for piece in second.stream] == [b'{"b":2}']
+        await asyncio.wait_for(waiting, 1)
+        await transport.aclose()
+    assert opened == [0] and pushed == []
+
+
 async def test_a_body_ended_by_the_close_is_complete_and_not_reused() -> None:
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         await read_request(reader)

@@ -51,10 +51,12 @@ def tool_call(name: str, arguments: Any, call_id: str = "call_k3x9a0qz", index: 
 
 def go_json(obj: Any) -> bytes:
     """JSON as Ollama's Go encoder writes it: compact, with `<`, `>` and `&` escaped
-    (`\\u003c`, `\\u003e`, `\\u0026`: encoding/json's HTML-safe default). Outside strings
-    JSON has none of these, so replacing them in orjson's output is exact."""
+    (`\\u003c`, `\\u003e`, `\\u0026`: encoding/json's HTML-safe default), and U+2028 and
+    U+2029 too, as encoding/json always does. Outside strings JSON has none of these, so
+    replacing them in orjson's output is exact."""
     return (orjson.dumps(obj).replace(b"<", b"\\u003c").replace(b">", b"\\u003e")
-            .replace(b"&", b"\\u0026"))
+            .replace(b"&", b"\\u0026").replace("\u2028".encode(), b"\\u2028")
+            .replace("\u2029".encode(), b"\\u2029"))
 
 
 def no_tools_body(model: str, legacy: bool = False) -> bytes:
@@ -233,7 +235,7 @@ class FakeOllama:
             return denied
         data = [{"id": name, "object": "model", "created": T, "owned_by": "library"}
                 for name in self.models] or None
-        return Response(go_json({"object": "list", "data": data}),
+        return Response(go_json({"object": "list", "data": data}) + b"\n",  # Encoder.Encode
                         media_type="application/json")
 
     async def _show(self, request: Request) -> Response:
@@ -258,7 +260,7 @@ class FakeOllama:
         if (denied := self._denied(request)) is not None:
             return denied
         return Response(go_json({"object": "list", "model": body.get("model"), "data": [
-            {"object": "embedding", "index": 0, "embedding": [0.1, 0.2, 0.3]}]}),
+            {"object": "embedding", "index": 0, "embedding": [0.1, 0.2, 0.3]}]}) + b"\n",
             media_type="application/json")
 
 

@@ -48,9 +48,20 @@ def raw_server(handle: Callable[[socket.socket], None], *, timeout: float = 5.0
     thread.start()
     try:
         yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        stop.set()
-        listener.close()
-        thread.join(timeout=5)
+    except BaseException as exc:
+        _stop(stop, listener, thread, timeout)
+        for failure in failures:  # what the handler met may be why the test failed
+            exc.add_note(f"raw_server's handler failed: {failure!r}")
+        raise
+    _stop(stop, listener, thread, timeout)
     if failures:
         raise failures[0]
+
+
+def _stop(stop: threading.Event, listener: socket.socket, thread: threading.Thread,
+          timeout: float) -> None:
+    """Stop accepting and wait for the handler in progress: a socket wait in it ends
+    within `timeout`, so its failure, if any, is in by then."""
+    stop.set()
+    listener.close()
+    thread.join(timeout=2 * timeout + 1)
