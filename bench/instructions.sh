@@ -10,6 +10,7 @@
 #   SRC=/path/to/other/checkout bench/instructions.sh ...        # the same for another tree
 #   FLOOR=1 bench/instructions.sh ...   # the floor forwarder instead of toolshim
 #   WARM=20 bench/instructions.sh ...   # warm-up requests before counting (default 300)
+#   KEEP=/tmp/cg bench/instructions.sh ...  # keep callgrind's files there (callgrind_annotate)
 #
 # Needs valgrind (apt-get install valgrind). The proxy runs under callgrind with
 # counting off; WARM requests (300) warm it up, then N are counted.
@@ -33,7 +34,7 @@ fi
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$TMP/cg.%p" \
   "$PY" "${SERVE[@]}" --upstream "http://127.0.0.1:$FAKE_PORT" >"$TMP/proxy.log" 2>&1 &
 PROXY=$!
-trap 'kill $PROXY $FAKE 2>/dev/null || true; rm -rf "$TMP"' EXIT
+trap 'kill $PROXY $FAKE 2>/dev/null || true; [ -n "${KEEP:-}" ] && cp "$TMP"/cg.* "$KEEP"/ ; rm -rf "$TMP"' EXIT
 for _ in $(seq 1 120); do
   curl -s -o /dev/null "http://127.0.0.1:$PROXY_PORT/healthz" && break; sleep 1
 done
