@@ -115,6 +115,36 @@ async def test_native_chat_is_ndjson_like_ollama_r4(client: httpx.AsyncClient) -
     assert version.json() == {"version": "0.33.0"}
 
 
+async def test_a_slow_native_stream_comes_a_line_per_tick(client: httpx.AsyncClient,
+                                                          fake: ModuleType) -> None:
+    req = {"model": "bench-native-slow-4", "messages": [{"role": "user", "content": "hi"}]}
+    arrived: list[float] = []
+    async with client.stream("POST", "/api/chat", json=req) as resp:
+        assert resp.headers["content-type"] == "application/x-ndjson"
+        async for line in resp.aiter_lines():
+            arrived.append(asyncio.get_running_loop().time())
+            assert orjson.loads(line)["model"] == "bench-native-slow-4"
+    assert len(arrived) == 5  # four content lines and the done line
+    assert arrived[-1] - arrived[0] >= 3 * fake.SLOW_INTERVAL
+
+
+def test_phases_reports_median_time_between_marks_in_the_order_reached(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    phases = importlib.import_module("phases")
+    monkeypatch.setattr(phases, "_SKIP", 0)
+    step = {"in": 0, "upstream write": 100_000, "upstream in": 250_000, "out": 300_000,
+            "done": 350_000}
+    rows = [{k: v + i * 1_000_000 + (i % 3) * 1000 * (k == "out") for k, v in step.items()}
+            for i in range(5)]
+    monkeypatch.setattr(phases, "finished", rows)
+    lines = phases.report().splitlines()
+    assert lines[0].startswith("5 requests")
+    assert [line.split()[0] for line in lines[1:]] == ["100.0", "150.0", "51.0", "49.0",
+                                                         "650.0"]
+    assert lines[2].endswith("upstream write -> upstream in")
+
+
 async def test_floor_forwarder_copies_answers_byte_for_byte(
         fake: ModuleType, client: httpx.AsyncClient) -> None:
     # The floor row is only a floor if it forwards what the fake says, unchanged.
