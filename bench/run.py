@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import dataclasses
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,6 +65,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--floor", action="store_true",
                         help="also run the floor: toolshim's server stack and upstream client"
                         " with no product logic (bench/_floor_forwarder.py)")
+    parser.add_argument("--nginx", action="store_true",
+                        help="also run nginx as a plain reverse proxy (keep-alive upstream,"
+                        " one process, no buffering): what a hop costs in C on this machine")
     parser.add_argument("--no-proxy", action="store_true", help="skip toolshim itself")
     parser.add_argument("--wrk", action="store_true",
                         help="add W1 rows measured with wrk (if installed)")
@@ -117,7 +121,47 @@ def _server_argvs(args: argparse.Namespace, upstream: str, caps: Path,
     if args.floor:
         servers.append(("floor", [py, str(ROOT / "bench" / "_floor_forwarder.py"),
                                   "--port", "{port}", "--upstream", upstream], ROOT))
+    if args.nginx:
+        nginx = shutil.which("nginx")
+        if nginx is None:
+            raise RuntimeError("--nginx: no nginx on PATH (apt-get install nginx-light)")
+        # The config names the port, which is chosen at start: _start_servers writes it.
+        servers.append(("nginx", [nginx, "-p", "{dir}", "-c", "{dir}/nginx.conf"], ROOT))
     return servers
+
+
+# One process (no master), so the probe's CPU and RSS are the one that relays; a
+# keep-alive pool to the fake, as toolshim's transport keeps; streams unbuffered.
+NGINX_CONF = """\
+daemon off;
+master_process off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}; proxy_temp_path {dir};
+  upstream fake {{ server {upstream}; keepalive 256; }}
+  server {{
+    listen 127.0.0.1:{port};
+    location = /healthz {{ return 200 "ok"; }}
+    location / {{
+      proxy_pass http://fake;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }}
+  }}
+}}
+"""
+
+
+def _write_nginx_conf(into: Path, port: int, upstream: str) -> Path:
+    into.mkdir(parents=True, exist_ok=True)
+    conf = NGINX_CONF.format(dir=into, port=port, upstream=upstream.removeprefix("http://"))
+    (into / "nginx.conf").write_text(conf)
+    return into
 
 
 def _start_servers(args: argparse.Namespace, tmp: Path, children: list[Child]) -> list[Target]:
@@ -133,6 +177,9 @@ def _start_servers(args: argparse.Namespace, tmp: Path, children: list[Child]) -
     ref_dir = _export_ref(args.compare, Path(args.ref_tmp)) if args.compare else None
     for name, argv, cwd in _server_argvs(args, upstream, caps, ref_dir):
         port = free_port()
+        if name == "nginx":
+            conf_dir = str(_write_nginx_conf(tmp / "nginx", port, upstream))
+            argv = [a.replace("{dir}", conf_dir) for a in argv]
         child = Child(name, [a.replace("{port}", str(port)) for a in argv],
                       tmp / f"{name}.log", core=args.proxy_cores)
         children.append(child)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 import re
+import shutil
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
@@ -165,3 +167,28 @@ async def _compare(client: httpx.AsyncClient, through: httpx.AsyncClient) -> Non
         assert (got.status_code, got.content) == (want.status_code, want.content)
         assert got.headers["content-type"] == want.headers["content-type"]
     assert (await through.get("/healthz")).text == "ok"
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
+async def test_nginx_target_relays_answers_byte_for_byte(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, client: httpx.AsyncClient) -> None:
+    # `run.py --nginx` is a reference for what a hop costs in C: only if it relays
+    # the fake's answers unchanged, streams included, with the config run.py writes.
+    monkeypatch.syspath_prepend(str(BENCH))
+    run = importlib.import_module("run")
+    port = importlib.import_module("procs").free_port()
+    conf = run._write_nginx_conf(tmp_path, port, str(client.base_url))
+    nginx = subprocess.Popen([shutil.which("nginx"), "-p", str(conf), "-c", f"{conf}/nginx.conf"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as through:
+            for _ in range(50):  # until nginx listens
+                try:
+                    await through.get("/healthz")
+                    break
+                except httpx.ConnectError:
+                    await asyncio.sleep(0.1)
+            await _compare(client, through)
+    finally:
+        nginx.terminate()
+        nginx.wait(5)
