@@ -159,7 +159,8 @@ http {{
 
 def _write_nginx_conf(into: Path, port: int, upstream: str) -> Path:
     into.mkdir(parents=True, exist_ok=True)
-    conf = NGINX_CONF.format(dir=into, port=port, upstream=upstream.removeprefix("http://"))
+    host_port = upstream.removeprefix("http://").rstrip("/")
+    conf = NGINX_CONF.format(dir=into, port=port, upstream=host_port)
     (into / "nginx.conf").write_text(conf)
     return into
 
