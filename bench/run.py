@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType
 
 import wrk
+from _nginx import write_nginx_conf
 from load import LoadResult, LoadSpec, loop_factory, run_load
 from procs import Child, ServerProbe, free_port, pin_self
 from report import W1_C1, W1_C32, W2, W2N, W2R, W2T, W3, W5, Sample, Target, render
@@ -130,41 +131,6 @@ def _server_argvs(args: argparse.Namespace, upstream: str, caps: Path,
     return servers
 
 
-# One process (no master), so the probe's CPU and RSS are the one that relays; a
-# keep-alive pool to the fake, as toolshim's transport keeps; streams unbuffered.
-NGINX_CONF = """\
-daemon off;
-master_process off;
-worker_processes 1;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-  access_log off;
-  client_body_temp_path {dir}; proxy_temp_path {dir};
-  upstream fake {{ server {upstream}; keepalive 256; }}
-  server {{
-    listen 127.0.0.1:{port};
-    location = /healthz {{ return 200 "ok"; }}
-    location / {{
-      proxy_pass http://fake;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-    }}
-  }}
-}}
-"""
-
-
-def _write_nginx_conf(into: Path, port: int, upstream: str) -> Path:
-    into.mkdir(parents=True, exist_ok=True)
-    host_port = upstream.removeprefix("http://").rstrip("/")
-    conf = NGINX_CONF.format(dir=into, port=port, upstream=host_port)
-    (into / "nginx.conf").write_text(conf)
-    return into
-
-
 def _start_servers(args: argparse.Namespace, tmp: Path, children: list[Child]) -> list[Target]:
     py = sys.executable
     fake = Child("fake upstream", [py, str(ROOT / "bench" / "fake_upstream.py")],
@@ -179,7 +145,7 @@ def _start_servers(args: argparse.Namespace, tmp: Path, children: list[Child]) -
     for name, argv, cwd in _server_argvs(args, upstream, caps, ref_dir):
         port = free_port()
         if name == "nginx":
-            conf_dir = str(_write_nginx_conf(tmp / "nginx", port, upstream))
+            conf_dir = str(write_nginx_conf(tmp / "nginx", port, upstream))
             argv = [a.replace("{dir}", conf_dir) for a in argv]
         child = Child(name, [a.replace("{port}", str(port)) for a in argv],
                       tmp / f"{name}.log", core=args.proxy_cores)

@@ -175,9 +175,9 @@ async def test_nginx_target_relays_answers_byte_for_byte(
     # `run.py --nginx` is a reference for what a hop costs in C: only if it relays
     # the fake's answers unchanged, streams included, with the config run.py writes.
     monkeypatch.syspath_prepend(str(BENCH))
-    run = importlib.import_module("run")
     port = importlib.import_module("procs").free_port()
-    conf = run._write_nginx_conf(tmp_path, port, str(client.base_url))
+    conf = importlib.import_module("_nginx").write_nginx_conf(tmp_path, port,
+                                                              str(client.base_url))
     nginx = subprocess.Popen([shutil.which("nginx"), "-p", str(conf), "-c", f"{conf}/nginx.conf"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
