@@ -191,8 +191,8 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
     headers["accept-encoding"] = "identity"
     # Backend quirks (backends/adapting.py) over the edge that picks /v1 or Ollama's
     # native /api/chat for this model (backends/routing.py).
-    sender = AdaptingSender(profile, chat, post=lambda sent: send_chat(
-        ex, upstream, sent, sender.profile, headers))
+    sender = AdaptingSender(profile, chat, post=lambda sent, current: send_chat(
+        ex, upstream, sent, current, headers))
     for attempt in range(3 + MAX_QUIRK_RETRIES):
         body, notes = apply_request_steps(chat, sender.profile, plan)
         ex.tap.sent(chat, body)

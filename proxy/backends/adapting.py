@@ -34,9 +34,12 @@ _DEAD_CONNECTION_S = 1.0
 """a failure faster than this on the resend is the dead pooled connection."""
 
 
-Post = Callable[[ChatRequest], Awaitable[httpx.Response]]
-"""Sends one body upstream: plain /v1 by default, or another backend API's edge
-(Ollama's /api/chat, backends/routing.py) that answers in the same OpenAI shapes."""
+Post = Callable[[ChatRequest, Profile], Awaitable[httpx.Response]]
+"""Sends one body upstream under the sender's profile as it stands: plain /v1 by
+default, or another backend API's edge (Ollama's /api/chat, backends/routing.py)
+that answers in the same OpenAI shapes. The profile is passed, not looked up on
+the sender, so a caller's function need not refer to the sender that holds it (a
+cycle that left each request's objects to the cyclic collector)."""
 
 
 class AdaptingSender:
@@ -55,7 +58,8 @@ class AdaptingSender:
         """POST body; the answer is a stream when the client asked for one."""
 
         def post(sent: ChatRequest) -> Awaitable[httpx.Response]:
-            return self._post(sent) if self._post is not None else _post(upstream, sent, headers)
+            return self._post(sent, self.profile) if self._post is not None \
+                else _post(upstream, sent, headers)
 
         response = await post(body)
         if self._stream and not body.get("stream"):
@@ -96,7 +100,8 @@ async def _post(upstream: Upstream, body: ChatRequest,
     return await send(upstream, "POST", _PATH, content=orjson.dumps(body), headers=headers)
 
 
-async def _post_again(post: Post, body: ChatRequest) -> httpx.Response:
+async def _post_again(post: Callable[[ChatRequest], Awaitable[httpx.Response]],
+                      body: ChatRequest) -> httpx.Response:
     """POST right after a broken stream: its pooled connection may be dead.
 
     llama-cpp-python keeps the connection of an empty stream alive on paper but

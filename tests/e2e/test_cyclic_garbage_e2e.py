@@ -1,0 +1,66 @@
+"""An answered request leaves nothing for the cyclic garbage collector.
+
+A request's objects (the Exchange, Starlette's Request, uvicorn's cycle, the
+upstream call) must be freed by reference counting once it is answered. One
+reference cycle among them kept every request's ~35 objects alive until a
+collection: a gen-0 collection every ~70 small requests, each then freeing the
+backlog on some request's path (3.5 ms at its 90th percentile under W1 at one
+client, the p99 of the benchmark), and more gen-2 work.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import openai
+import pytest
+from support.fake_ollama import FakeOllama, Reply
+
+MSG: list[Any] = [{"role": "user", "content": "hi"}]
+TOOLS: list[Any] = [{"type": "function", "function": {"name": "noop",
+                                                      "parameters": {"type": "object"}}}]
+
+
+@contextmanager
+def kept_cyclic_garbage() -> Iterator[list[object]]:
+    """What the collector finds unreachable by the end of the block (kept, not freed)."""
+    gc.collect()
+    flags = gc.get_debug()
+    found: list[object] = []
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        yield found
+        gc.collect()
+        found.extend(gc.garbage)
+    finally:
+        gc.set_debug(flags)
+        gc.garbage.clear()
+
+
+def _ours(garbage: list[object]) -> list[str]:
+    return sorted({type(o).__qualname__ for o in garbage
+                   if type(o).__module__.startswith(("proxy.", "starlette.", "uvicorn."))})
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("tools", [False, True], ids=["no-tools", "tools"])
+def test_answered_requests_leave_no_cyclic_garbage(
+        fake: FakeOllama, client: openai.OpenAI, stream: bool, tools: bool) -> None:
+    fake.reply("qwen3:8b", Reply(content=["hello", " there"]))
+    extra: dict[str, Any] = {"tools": TOOLS} if tools else {}
+
+    def ask() -> None:
+        answer = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=stream,
+                                                **extra)
+        text = "".join(c.choices[0].delta.content or "" for c in answer if c.choices) \
+            if stream else answer.choices[0].message.content
+        assert text == "hello there"
+
+    ask()  # once-per-process work first (the model listing is fetched and cached)
+    with kept_cyclic_garbage() as garbage:
+        for _ in range(6):  # one after another: all but the last long finished at the end
+            ask()
+    assert _ours(garbage) == []
