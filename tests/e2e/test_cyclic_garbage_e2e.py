@@ -5,7 +5,7 @@ upstream call) must be freed by reference counting once it is answered. One
 reference cycle among them kept every request's ~35 objects alive until a
 collection: a gen-0 collection every ~70 small requests, each then freeing the
 backlog on some request's path (3.5 ms at its 90th percentile under W1 at one
-client, the p99 of the benchmark), and more gen-2 work.
+client), and ~10% more CPU per small request (bench/README.md, "Cyclic garbage").
 """
 
 from __future__ import annotations
