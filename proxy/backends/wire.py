@@ -48,6 +48,14 @@ _TIMER_SLACK = 0.001
 Key = tuple[str, str, int]
 
 
+class _NoCallbacks:
+    """A parser protocol with no callbacks: httptools calls only those that exist."""
+
+
+_LOST_PARSER = httptools.HttpResponseParser(_NoCallbacks())
+"""what a lost connection keeps instead of its own parser: it is never fed."""
+
+
 class _Connection(asyncio.Protocol):
     """One TCP connection and the answer in flight on it, fed by httptools callbacks."""
 
@@ -120,6 +128,11 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        # The parser holds this connection's callbacks and the transport holds this
+        # protocol: cycles that would leave every closed connection (and what its
+        # answer held) to the cyclic collector. Nothing reads or writes it from here on.
+        self.parser = _LOST_PARSER
+        self.transport = None
         if self.active and not self.complete and self.error is None:
             if self.headers_done and not self.framed:
                 self.complete = True  # a body delimited by the close (HTTP/1.0 style)
