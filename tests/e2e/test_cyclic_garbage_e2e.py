@@ -92,7 +92,9 @@ def test_refused_requests_leave_no_cyclic_garbage(
     # An error answer walks the failure path: exceptions hold their frames, the
     # classic source of cycles.
     model = "nosuch:1b" if failure == "unknown model" else "qwen3:8b"
-    fake.reply("qwen3:8b", Reply(status=500, body=b'{"error":{"message":"boom"}}'))
+    # Ollama's /v1 error envelope, with Go's trailing newline.
+    fake.reply("qwen3:8b", Reply(status=500, body=b'{"error":{"message":"model crashed",'
+                                 b'"type":"api_error","param":null,"code":null}}\n'))
 
     def ask() -> None:
         with pytest.raises(openai.APIStatusError):
