@@ -62,6 +62,16 @@ class ApiError(Exception):
         self.code = code
         self.headers = headers or {}
 
+    def settled(self) -> ApiError:
+        """This error once it is answered (or dropped): without its traceback.
+
+        The traceback holds the frames it passed through, and those may hold the error
+        again (a translator's stored failure, a local): a cycle that would leave the
+        whole request (its Exchange, the upstream call, uvicorn's cycle) to the cyclic
+        collector. A settled error is answered or logged by its message, never by a
+        trace, so every place that ends an ApiError's travel settles it."""
+        return self.with_traceback(None)
+
     def masked(self, mask: Callable[[str], str]) -> ApiError:
         """This error with `mask` applied to its texts (the upstream may have written them);
         itself when nothing changed."""

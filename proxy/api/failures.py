@@ -29,10 +29,7 @@ async def answer_or_error(ex: Exchange, work: Awaitable[Response], what: str) ->
     try:
         return await work
     except ApiError as exc:
-        # Without its traceback: kept here, it would hold this frame, which holds it (a
-        # cycle that leaves the whole request to the cyclic collector). It is answered,
-        # never logged with a trace.
-        error = exc.with_traceback(None)
+        error = exc.settled()
     except ClientDisconnect:
         error = client_left()
     except Exception:

@@ -194,7 +194,7 @@ class _Call:
         except ApiError as exc:
             # The status line is gone already: logged as chat logs a stream cut mid-way
             # (the failure's status and message), and the body is left unfinished.
-            self.status, self.error, self.cut = exc.status, exc.message, True
+            self.status, self.error, self.cut = exc.status, exc.settled().message, True
         except (GeneratorExit, anyio.get_cancelled_exc_class()):
             self.status, self.error = self.ex.cancelled()
             raise

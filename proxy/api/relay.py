@@ -182,7 +182,7 @@ async def _sse_body(run: ChatRun, direct: SseWriter | None = None) -> AsyncItera
         yield DONE_FRAME
     except ApiError as exc:
         # A backend's own error event may repeat the credentials it got.
-        exc = exc.masked(run.ex.redactor().mask)
+        exc = exc.settled().masked(run.ex.redactor().mask)
         yield _error_frame(exc.message, exc.status, exc.code) + DONE_FRAME
     except (GeneratorExit, anyio.get_cancelled_exc_class()):
         raise

@@ -174,7 +174,7 @@ async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
                 yield _frames(events)
         yield _frames(builder.finish())
     except ApiError as exc:
-        yield _frames(builder.fail(ex.shown(exc.message)))  # may quote credentials
+        yield _frames(builder.fail(ex.shown(exc.settled().message)))  # may quote credentials
     except Exception:
         ex.svc.telemetry.log.exception("responses stream failed inside toolshim")
         yield _frames(builder.fail("internal error in toolshim"))

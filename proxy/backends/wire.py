@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import copy
 import math
 import ssl
 import time
@@ -259,10 +260,18 @@ class _Connection(asyncio.Protocol):
         else:
             self._arm(self.deadline)
 
+    def _failure(self) -> httpx.TransportError:
+        """The connection's error as a fresh exception to raise. The stored one is never
+        raised, so it never holds a traceback: that would hold the frames of the request
+        that read it, which hold this connection again (a cycle that keeps the request
+        for the cyclic collector)."""
+        assert self.error is not None
+        return copy.copy(self.error)
+
     async def wait_headers(self, timeout: float | None) -> None:
         while not self.headers_done:
             if self.error is not None:
-                raise self.error
+                raise self._failure()
             try:
                 await self._wait(timeout)
             except TimeoutError:
@@ -289,7 +298,7 @@ class _Connection(asyncio.Protocol):
             if self.body:
                 return self._take_body()
             if self.error is not None:
-                raise self.error
+                raise self._failure()
             if self.complete:
                 return b""
             try:

@@ -107,7 +107,7 @@ class CorrectingTurn(Turn):
             async for batch in turn.batches():
                 chunks.extend(as_chunks(batch))
         except ApiError as exc:  # the backend failed the correction: the first answer stands
-            self.ex.svc.telemetry.log.info("correction turn failed: %s", exc.message, extra={
+            self.ex.svc.telemetry.log.info("correction turn failed: %s", exc.settled().message, extra={
                 "record": {"request_id": self.ex.record.request_id}})
             return [], problem, reply
         finally:

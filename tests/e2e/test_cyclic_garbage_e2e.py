@@ -11,8 +11,7 @@ client), and ~10% more CPU per small request (bench/README.md, "Cyclic garbage")
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -24,25 +23,24 @@ TOOLS: list[Any] = [{"type": "function", "function": {"name": "noop",
                                                       "parameters": {"type": "object"}}}]
 
 
-@contextmanager
-def kept_cyclic_garbage() -> Iterator[list[object]]:
-    """What the collector finds unreachable by the end of the block (kept, not freed)."""
+def assert_leaves_no_cycles(ask: Callable[[], None]) -> None:
+    """`ask` once (once-per-process work: the model listing is fetched and cached), then
+    six times one after another with what the collector finds unreachable kept: none of
+    it may be toolshim's, Starlette's or uvicorn's."""
+    ask()
     gc.collect()
     flags = gc.get_debug()
-    found: list[object] = []
     gc.set_debug(gc.DEBUG_SAVEALL)
     try:
-        yield found
+        for _ in range(6):  # all but the last long finished by the collection
+            ask()
         gc.collect()
-        found.extend(gc.garbage)
+        ours = sorted({type(o).__qualname__ for o in gc.garbage
+                       if type(o).__module__.startswith(("proxy.", "starlette.", "uvicorn."))})
     finally:
         gc.set_debug(flags)
         gc.garbage.clear()
-
-
-def _ours(garbage: list[object]) -> list[str]:
-    return sorted({type(o).__qualname__ for o in garbage
-                   if type(o).__module__.startswith(("proxy.", "starlette.", "uvicorn."))})
+    assert not ours, ", ".join(ours)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
@@ -59,11 +57,7 @@ def test_answered_requests_leave_no_cyclic_garbage(
             if stream else answer.choices[0].message.content
         assert text == "hello there"
 
-    ask()  # once-per-process work first (the model listing is fetched and cached)
-    with kept_cyclic_garbage() as garbage:
-        for _ in range(6):  # one after another: all but the last long finished at the end
-            ask()
-    assert not _ours(garbage), ", ".join(_ours(garbage))
+    assert_leaves_no_cycles(ask)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
@@ -74,16 +68,11 @@ def test_answered_responses_requests_leave_no_cyclic_garbage(
     def ask() -> None:
         answer = client.responses.create(model="qwen3:8b", input="hi", stream=stream)
         if stream:
-            kinds = [event.type for event in answer]
-            assert kinds[-1] == "response.completed"
+            assert [event.type for event in answer][-1] == "response.completed"
         else:
             assert answer.output_text == "hello there"
 
-    ask()
-    with kept_cyclic_garbage() as garbage:
-        for _ in range(6):
-            ask()
-    assert not _ours(garbage), ", ".join(_ours(garbage))
+    assert_leaves_no_cycles(ask)
 
 
 @pytest.mark.parametrize("failure", ["unknown model", "upstream 500"])
@@ -101,8 +90,24 @@ def test_refused_requests_leave_no_cyclic_garbage(
             client.with_options(max_retries=0).chat.completions.create(model=model,
                                                                        messages=MSG)
 
-    ask()
-    with kept_cyclic_garbage() as garbage:
-        for _ in range(6):
-            ask()
-    assert not _ours(garbage), ", ".join(_ours(garbage))
+    assert_leaves_no_cycles(ask)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_stream_broken_midway_leaves_no_cyclic_garbage(
+        fake: FakeOllama, client: openai.OpenAI, api: str) -> None:
+    # The failure is stored (the translator's, the connection's) and raised later:
+    # both must not end up held by the traceback that raising them makes.
+    fake.reply("qwen3:8b", Reply(content=["one", "two", "three"], reset_after=2))
+
+    def ask() -> None:
+        if api == "responses":
+            events = list(client.responses.create(model="qwen3:8b", input="hi", stream=True))
+            assert events[-1].type == "response.failed"
+            return
+        stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True)
+        with pytest.raises(openai.APIError):
+            for _ in stream:
+                pass
+
+    assert_leaves_no_cycles(ask)
