@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import collections
+import gc
 import importlib
 import re
 import shutil
@@ -192,3 +194,38 @@ async def test_nginx_target_relays_answers_byte_for_byte(
     finally:
         nginx.terminate()
         nginx.wait(5)
+
+
+def test_gc_probe_times_collections_and_names_what_cycles_left(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    probe = importlib.import_module("gc_probe")
+    monkeypatch.setattr(probe, "_durations", collections.defaultdict(list))
+    monkeypatch.setattr(probe, "_full", [])
+    monkeypatch.setenv("GC_OUT", str(tmp_path / "gc.txt"))
+    monkeypatch.setenv("GC_CENSUS", "1")
+
+    class Knot:
+        def __init__(self) -> None:
+            self.me = self
+
+    gc.collect()
+    flags = gc.get_debug()
+    gc.callbacks.append(probe._timed)
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(3):
+            Knot()
+        gc.collect(0)
+        gc.collect(2)
+        probe._report()
+    finally:
+        gc.callbacks.remove(probe._timed)
+        gc.set_debug(flags)
+        gc.garbage.clear()
+    lines = (tmp_path / "gc.txt").read_text().splitlines()
+    assert lines[0].startswith("gen0: 1 collections, median ")
+    assert any(line.startswith("gen2: 1 collections") for line in lines)
+    assert any(re.fullmatch(r"gen2 at \d+\.\d s: \d+\.\d ms", line) for line in lines)
+    knots = [line.split() for line in lines if line.endswith("Knot")]
+    assert knots and int(knots[0][0]) == 3
