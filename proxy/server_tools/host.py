@@ -51,4 +51,7 @@ class ToolHost:
         try:
             await self.mcp.aclose()
         finally:
-            await self.http.aclose()
+            try:
+                await self.runner.aclose()
+            finally:
+                await self.http.aclose()

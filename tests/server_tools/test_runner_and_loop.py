@@ -23,13 +23,15 @@ def _call(name: str, arguments: Any, call_id: str = "c1") -> dict[str, Any]:
 @pytest.fixture
 async def tools() -> AsyncIterator[ServerTools]:
     async with httpx.AsyncClient() as http:
-        yield ServerTools({
+        runner = ServerTools({
             "calc": BuiltinTool(kind="builtin", builtin="calculator",
                                 description="Evaluate arithmetic."),
             "lookup_order": MockTool(kind="mock", result="shipped", max_result_bytes=64,
                                      description="Order status."),
             "big": MockTool(kind="mock", result="x" * 500, max_result_bytes=100),
         }, McpServers(), http)
+        yield runner
+        await runner.aclose()
 
 
 def test_offered_by_names_and_globs(tools: ServerTools) -> None:
