@@ -19,6 +19,7 @@ from proxy.server_tools.kept import KeptCalls
 from proxy.server_tools.mcp_servers import McpServers
 from proxy.server_tools.runner import Definition, ServerTools
 
+
 class ToolHost:
     def __init__(self) -> None:
         self.http = httpx.AsyncClient(timeout=30, follow_redirects=False, trust_env=False)
