@@ -10,6 +10,7 @@ secrets in `state()` (it is shown on /readyz and /admin).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import httpx
@@ -22,7 +23,11 @@ from proxy.server_tools.runner import Definition, ServerTools
 
 class ToolHost:
     def __init__(self) -> None:
-        self.http = httpx.AsyncClient(timeout=30, follow_redirects=False, trust_env=False)
+        # A jar that takes no cookie: what one tool's host sets must not reach the next
+        # call (another model's, another client's).
+        no_cookies = CookieJar(DefaultCookiePolicy(allowed_domains=[]))
+        self.http = httpx.AsyncClient(timeout=30, follow_redirects=False, trust_env=False,
+                                      cookies=no_cookies)
         self.mcp = McpServers()
         self.runner = ServerTools({}, self.mcp, self.http)
         self.set_aside = KeptCalls()
