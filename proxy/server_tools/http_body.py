@@ -52,7 +52,8 @@ class _Decoder:
 
 async def read_capped(response: httpx.Response, wire_cap: int, body_cap: int
                       ) -> tuple[bytes, bool]:
-    """(the decoded body, cut at a cap?)."""
+    """(the decoded body, cut at a cap?). A cut body is one byte longer than body_cap,
+    so the runner's own cap marks the result as cut for the model."""
     decoder = _Decoder(response.headers.get("content-encoding", ""))
     parts: list[bytes] = []
     wire = size = 0
@@ -65,5 +66,5 @@ async def read_capped(response: httpx.Response, wire_cap: int, body_cap: int
         size += len(piece)
         parts.append(piece)
         if size > body_cap or wire > wire_cap:
-            return b"".join(parts)[:body_cap], True
+            return b"".join(parts), True
     return b"".join(parts), False

@@ -245,7 +245,7 @@ async def test_a_gzip_bomb_is_cut_at_the_cap_without_inflating(
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
-    assert len(answer) <= 50_000
+    assert len(answer) <= 50_001  # one byte past the cap: the runner marks it as cut
     assert peak < 8 << 20, f"peak {peak} bytes while reading a capped answer"
 
 
