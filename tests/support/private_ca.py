@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import trustme
+
 from support.servers import serve
 
 
