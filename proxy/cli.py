@@ -41,9 +41,12 @@ def _serve(argv: list[str]) -> int:
         "whatever model is loaded. Subcommands: serve (default), check, probe.")
     add_arguments(parser)
     args = parser.parse_args(argv)
+    from proxy.backends.egress import EgressError, egress_plan
+
     try:
         settings = load_settings(args)
-    except SettingsError as exc:
+        egress_plan(settings, os.environ, None)  # a CA file or proxy that cannot work
+    except (SettingsError, EgressError) as exc:
         parser.error(str(exc))
     from proxy.observability.logs import setup_logging
 

@@ -26,6 +26,7 @@ import logging
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib.util import find_spec
 from ipaddress import IPv4Address, IPv6Address
 from re import Pattern, compile, escape
 from typing import Literal
@@ -177,14 +178,16 @@ def tls_context(ca_bundle: str | None, env: Mapping[str, str]) -> ssl.SSLContext
 
 
 class EgressError(RuntimeError):
-    """A certificate file that cannot be loaded: the proxy must not start without it."""
+    """A way out that cannot work (a CA file that does not load, a proxy URL httpx cannot
+    use): the proxy must not start with it."""
 
 
-def egress_plan(settings: Settings, env: Mapping[str, str], log: logging.Logger,
+def egress_plan(settings: Settings, env: Mapping[str, str], log: logging.Logger | None,
                 ) -> dict[str, tuple[Egress, ssl.SSLContext | None]]:
     """Each upstream's way out and the TLS trust it uses (one context for all, loaded
-    only when some upstream or proxy speaks TLS). Logs every choice that is not the
-    plain `wire`, and a proxy the forced `wire` transport cannot use."""
+    only when some upstream or proxy speaks TLS). With `log`, says every choice that is
+    not the plain `wire`, and a proxy the forced `wire` transport cannot use; without,
+    it only checks (the CLI, before anything starts)."""
     plan = {root: choose_egress(root, env, settings.transport_for(root))
             for root in settings.all_upstreams()}
     tls = None
@@ -196,6 +199,10 @@ def egress_plan(settings: Settings, env: Mapping[str, str], log: logging.Logger,
             where = settings.ca_bundle or env.get("SSL_CERT_FILE") or env.get("SSL_CERT_DIR")
             raise EgressError(f"cannot load the CA certificates in {where}: {exc}") from None
     for root, egress in plan.items():
+        if egress.proxy is not None:
+            _check_proxy(root, egress.proxy)
+        if log is None:
+            continue
         if egress.ignored_proxy is not None:
             log.warning("upstream %s: transport wire cannot use the proxy %s from the "
                         "environment; connecting directly", redact_url(root),
@@ -204,3 +211,15 @@ def egress_plan(settings: Settings, env: Mapping[str, str], log: logging.Logger,
             via = f" through the proxy {redact_url(egress.proxy)}" if egress.proxy else ""
             log.info("upstream %s: transport httpx%s", redact_url(root), via)
     return {root: (egress, tls) for root, egress in plan.items()}
+
+
+def _check_proxy(root: str, proxy: str) -> None:
+    """httpx takes http:// and https:// proxies, and socks5:// with socksio installed."""
+    scheme = proxy.partition("://")[0].lower()
+    if scheme in ("socks5", "socks5h") and find_spec("socksio") is not None:
+        return
+    if scheme not in ("http", "https"):
+        hint = " (SOCKS needs: pip install 'httpx[socks]')" if scheme.startswith("socks") \
+            else ""
+        raise EgressError(f"upstream {redact_url(root)}: the proxy {redact_url(proxy)} from "
+                          f"the environment is not an http:// or https:// URL{hint}")

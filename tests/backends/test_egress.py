@@ -8,6 +8,8 @@ import argparse
 import logging
 import os
 import ssl
+import subprocess
+import sys
 from pathlib import Path
 from unittest import mock
 
@@ -159,3 +161,26 @@ def test_the_settings_names(tmp_path: Path) -> None:
 def test_bad_egress_settings_are_readable_errors(env: dict[str, str], named: str) -> None:
     with pytest.raises(SettingsError, match=named):
         load_settings(_args(), env)
+
+
+def test_a_proxy_httpx_cannot_use_stops_the_start_with_a_hint() -> None:
+    settings = Settings(upstreams=("http://gpu.lan:8000",))
+    with pytest.raises(EgressError, match=r"pip install 'httpx\[socks\]'") as info:
+        egress_plan(settings, {"ALL_PROXY": "socks5://u:s3cret@127.0.0.1:1080"}, None)
+    assert "s3cret" not in str(info.value)
+
+
+@pytest.mark.parametrize(("env", "said"), [
+    ({"SSL_CERT_FILE": "/nowhere/ca.pem"}, "cannot load the CA certificates in /nowhere/ca.pem"),
+    ({"HTTPS_PROXY": "ftp://proxy:21"}, "is not an http:// or https:// URL"),
+])
+def test_the_command_refuses_to_start_with_a_way_out_that_cannot_work(
+        env: dict[str, str], said: str, tmp_path: Path) -> None:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.lower().endswith("_proxy") and not k.startswith("SSL_CERT")}
+    done = subprocess.run(
+        [sys.executable, "-m", "proxy", "--upstream", "https://api.example.com",
+         "--capabilities", str(tmp_path / "c.yaml"), "--port", "1"],
+        env={**clean, **env}, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert said in done.stderr
