@@ -6,6 +6,9 @@ against the real app under uvicorn; nothing leaves loopback."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -223,3 +226,19 @@ def test_over_httpx_an_unreachable_upstream_is_a_502(
     assert info.value.status_code == 502
     assert isinstance(info.value.body, dict)
     assert info.value.body["code"] == "upstream_unavailable"
+
+
+def test_probe_trusts_the_ca_bundle_too(front: TlsFront, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SSL_CERT")}
+
+    def probe(*more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "proxy", "probe", "qwen3:8b", "--upstream", front.url,
+             "--capabilities", str(tmp_path / "c.yaml"), *more],
+            env=env, capture_output=True, text=True, timeout=60, check=False)
+
+    untrusted = probe()
+    assert untrusted.returncode != 0, untrusted.stdout
+    trusted = probe("--ca-bundle", front.ca_file)
+    assert trusted.returncode == 0, trusted.stdout + trusted.stderr
+    assert "qwen3:8b: tools native" in trusted.stdout
