@@ -71,13 +71,18 @@ def _chat_both_ways(client: openai.OpenAI) -> None:
         == "Hello from qwen3:8b"
 
 
+@pytest.mark.parametrize("forced", [None, "wire"])
 def test_a_private_ca_given_with_ca_bundle_is_trusted_whole_and_streamed(
-        front: TlsFront, caps_path: Path, sdk: Callable[[str], openai.OpenAI]) -> None:
-    app = create_app(_settings(front.url, caps_path, ca_bundle=front.ca_file))
+        front: TlsFront, caps_path: Path, sdk: Callable[[str], openai.OpenAI],
+        forced: str | None) -> None:
+    chosen = ((front.url, forced),) if forced else ()
+    app = create_app(_settings(front.url, caps_path, ca_bundle=front.ca_file,
+                               upstream_transports=chosen))
     with serve(app) as url:
         _chat_both_ways(sdk(url))
         assert httpx.get(url + "/v1/models", trust_env=False).status_code == 200
-    assert app.state.services.upstreams[front.url].wire is None  # https: httpx's transport
+    wire = app.state.services.upstreams[front.url].wire
+    assert (wire is not None) == (forced == "wire")  # https: httpx's transport unless forced
 
 
 def test_a_private_ca_given_with_ssl_cert_file_is_trusted(
