@@ -107,10 +107,9 @@ def forward_proxy() -> Iterator[tuple[str, ForwardProxy]]:
 
     async def main() -> None:
         server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
-        stop = asyncio.Event()
+        loop, stop = asyncio.get_running_loop(), asyncio.Event()
         box["port"] = server.sockets[0].getsockname()[1]
         box["stop"] = lambda: loop.call_soon_threadsafe(stop.set)
-        loop = asyncio.get_running_loop()
         started.set()
         async with server:
             await stop.wait()
