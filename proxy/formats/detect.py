@@ -47,6 +47,13 @@ class TagWatch:
         self.tail = tail if "<" in tail else ""
         return any(tag in text for tag in self.tags)
 
+    def would_see(self, delta: str) -> bool:
+        """What `seen(delta)` would answer, without keeping anything. Pure."""
+        if not self.tail and "<" not in delta:
+            return False
+        text = self.tail + delta
+        return any(tag in text for tag in self.tags)
+
 
 def think_end(text: str, start: int) -> tuple[int, int] | None:
     """(where reasoning content ends, where the text resumes) after an open tag at start:
