@@ -18,7 +18,7 @@ import openai
 import pytest
 from support.fake_ollama import FakeOllama, Reply
 from support.forward_proxy import forward_proxy
-from support.private_ca import TlsFront, tls_front
+from support.private_ca import TlsFront, server_context, tls_front
 from support.servers import serve
 
 from proxy.app import create_app
@@ -159,6 +159,25 @@ def test_lower_case_https_proxy_tunnels_to_a_tls_upstream(
             _chat_both_ways(sdk(url))
     host = front.url.removeprefix("https://")
     assert f"CONNECT {host}" in proxy.seen  # a tunnel: TLS stays end to end
+
+
+def test_an_https_proxy_is_trusted_with_the_ca_bundle(
+        fake_url: str, caps_path: Path, sdk: Callable[[str], openai.OpenAI],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    context, ca_file = server_context(tmp_path)
+    with forward_proxy(context) as (proxy_url, proxy):
+        monkeypatch.setenv("HTTP_PROXY", proxy_url)
+        with serve(create_app(_settings(fake_url, caps_path, ca_bundle=ca_file))) as url:
+            _chat_both_ways(sdk(url))
+        assert proxy_url.startswith("https://")
+        assert sum("/v1/chat/completions" in s for s in proxy.seen) == 2
+        proxy.seen.clear()
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+        with serve(create_app(_settings(fake_url, caps_path))) as url, \
+                pytest.raises(openai.APIStatusError) as info:
+            sdk(url).chat.completions.create(model="qwen3:8b", messages=MSG)  # type: ignore[arg-type]
+    assert info.value.status_code == 502 and "certificate verify failed" in info.value.message
 
 
 def test_a_proxy_that_refuses_the_tunnel_is_a_502_that_says_so(

@@ -11,6 +11,7 @@ every request with that status instead (a proxy that wants credentials: 407).
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -99,14 +100,15 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 @contextmanager
-def forward_proxy() -> Iterator[tuple[str, ForwardProxy]]:
-    """Yield (http://127.0.0.1:PORT, the proxy) while it serves, in a thread of its own."""
+def forward_proxy(tls: ssl.SSLContext | None = None) -> Iterator[tuple[str, ForwardProxy]]:
+    """Yield (http://127.0.0.1:PORT, the proxy) while it serves, in a thread of its own;
+    with `tls` (a server context), an https:// proxy."""
     proxy = ForwardProxy()
     started = threading.Event()
     box: dict[str, object] = {}
 
     async def main() -> None:
-        server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
+        server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0, ssl=tls)
         loop, stop = asyncio.get_running_loop(), asyncio.Event()
         box["port"] = server.sockets[0].getsockname()[1]
         box["stop"] = lambda: loop.call_soon_threadsafe(stop.set)
@@ -118,7 +120,7 @@ def forward_proxy() -> Iterator[tuple[str, ForwardProxy]]:
     thread.start()
     assert started.wait(10), "the forward proxy did not start"
     try:
-        yield f"http://127.0.0.1:{box['port']}", proxy
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{box['port']}", proxy
     finally:
         stop = box["stop"]
         assert callable(stop)

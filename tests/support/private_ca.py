@@ -3,6 +3,7 @@ certificate it signed, on loopback: an upstream behind a company's own CA."""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +21,16 @@ class TlsFront:
     """https://127.0.0.1:PORT"""
     ca_file: str
     """PEM of the CA that signed its certificate: what --ca-bundle is given."""
+
+
+def server_context(where: Path) -> tuple[ssl.SSLContext, str]:
+    """A server TLS context for 127.0.0.1 signed by a CA made here, and that CA's PEM file."""
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1", "localhost").configure_cert(context)
+    ca_file = where / "proxy-ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    return context, str(ca_file)
 
 
 @contextmanager
