@@ -89,7 +89,9 @@ def test_lower_case_wins_and_an_empty_lower_case_one_unsets() -> None:
     ("http://127.0.0.1:11434", {}, None, Egress("wire")),
     ("http://gpu.lan:8000", {"NO_PROXY": "gpu.lan", "HTTP_PROXY": "http://p:1"}, None,
      Egress("wire")),
-    ("https://openrouter.ai/api", {}, None, Egress("httpx")),
+    ("https://openrouter.ai/api", {}, None, Egress("wire")),
+    ("https://openrouter.ai/api", {"HTTPS_PROXY": "http://p:1"}, None,
+     Egress("httpx", "http://p:1")),
     ("http://gpu.lan:8000", {"HTTP_PROXY": "http://p:1"}, None, Egress("httpx", "http://p:1")),
     ("http://gpu.lan:8000", {"HTTPS_PROXY": "http://p:1"}, None, Egress("wire")),
     ("http://gpu.lan:8000", {"HTTP_PROXY": "http://p:1"}, "wire",
@@ -97,7 +99,7 @@ def test_lower_case_wins_and_an_empty_lower_case_one_unsets() -> None:
     ("http://127.0.0.1:11434", {}, "httpx", Egress("httpx")),
     ("https://vllm.corp:443", {}, "wire", Egress("wire")),
 ])
-def test_the_transport_follows_https_and_proxies_unless_forced(
+def test_the_transport_follows_proxies_unless_forced(
         root: str, env: dict[str, str], forced: str | None, expected: Egress) -> None:
     assert choose_egress(root, env, forced) == expected  # type: ignore[arg-type]
 

@@ -71,7 +71,7 @@ def _chat_both_ways(client: openai.OpenAI) -> None:
         == "Hello from qwen3:8b"
 
 
-@pytest.mark.parametrize("forced", [None, "wire"])
+@pytest.mark.parametrize("forced", [None, "httpx"])
 def test_a_private_ca_given_with_ca_bundle_is_trusted_whole_and_streamed(
         front: TlsFront, caps_path: Path, sdk: Callable[[str], openai.OpenAI],
         forced: str | None) -> None:
@@ -82,7 +82,7 @@ def test_a_private_ca_given_with_ca_bundle_is_trusted_whole_and_streamed(
         _chat_both_ways(sdk(url))
         assert httpx.get(url + "/v1/models", trust_env=False).status_code == 200
     wire = app.state.services.upstreams[front.url].wire
-    assert (wire is not None) == (forced == "wire")  # https: httpx's transport unless forced
+    assert (wire is not None) == (forced is None)  # https without a proxy: the wire
 
 
 def test_a_private_ca_given_with_ssl_cert_file_is_trusted(
