@@ -76,3 +76,12 @@ def test_console_validate_refuses_a_long_name(proxy_url: str) -> None:
     assert answer.status_code == 400
     error = answer.json()["error"]
     assert error["param"] == "model" and "TAIL-MARKER" not in error["message"]
+
+
+def test_a_backend_listing_a_long_name_does_not_grow_the_listing(
+        client: openai.OpenAI, fake: FakeOllama, proxy_url: str) -> None:
+    fake.add_model("L" * 300 + "-LISTED-MARKER")
+    ids = [m.id for m in client.models.list()]
+    assert "qwen3:8b" in ids and not any("LISTED-MARKER" in i for i in ids)
+    models = httpx.get(proxy_url + "/admin/models").json()["models"]
+    assert not any("LISTED-MARKER" in m["name"] for m in models)
