@@ -164,7 +164,7 @@ async def test_long_model_names_never_cross_redis(
 
 async def test_facts_keys_expire(replica: Callable[..., Settings], fake: FakeOllama,
                                  rdb: redis.Redis) -> None:
-    async with running(replica()) as (svc, http):
+    async with running(replica()) as (_, http):
         sdk = openai.AsyncOpenAI(base_url="http://toolshim/v1", api_key="unused",
                                  http_client=http, max_retries=0)
         tools: Any = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
