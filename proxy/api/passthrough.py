@@ -99,7 +99,7 @@ async def _open(ex: Exchange, path: str) -> Response:
     model = _model_of(body)
     check_model_name(model)
     upstream = await svc.route(model or "")
-    ex.record.upstream = upstream.root
+    ex.record.model, ex.record.upstream = model, upstream.root
     if request.url.query:
         path += "?" + request.url.query
     headers = forward_headers(request.headers, upstream,

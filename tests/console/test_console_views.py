@@ -116,12 +116,15 @@ async def test_responses_traffic_counts_for_its_model(apps: InProcessApps) -> No
     await sdk.chat.completions.create(model="qwen3:8b",
                                       messages=[{"role": "user", "content": "hi"}])
     await sdk.models.list()
+    await sdk.embeddings.create(model="qwen3:8b", input="hi")
     counters = {m["name"]: m["counters"] for m in
                 (await http.get("/admin/models")).json()["models"]}
     assert counters["qwen3:8b"]["requests"] == 2
     recent = (await http.get("/admin/requests")).json()["requests"]
     listing = next(r for r in recent if r["endpoint"] == "models")
     assert listing["model"] is None
+    embedded = next(r for r in recent if r["endpoint"] == "embeddings")
+    assert embedded["model"] == "qwen3:8b"  # a passed-through body that names one shows it
 
 
 async def test_a_huge_prompt_shows_as_its_size(apps: InProcessApps, tmp_path: Path) -> None:
