@@ -6,9 +6,10 @@ starts from. The store is bounded twice: in entries (`size`) and in bytes
 (`max_bytes`, an entry weighed as the JSON it holds), because one conversation
 can be megabytes and a thousand of them would be gigabytes. Oldest entries make
 room past either bound; an entry larger than the whole byte budget is not kept
-at all. Entries expire after `ttl` seconds. Every worker process keeps its own. With API keys configured, an entry
-belongs to the key that made it (`owner`, a digest of the key): another key can
-neither read, continue nor delete it, as if it did not exist.
+at all. Entries expire after `ttl` seconds. Every worker process keeps its own.
+With API keys configured, an entry belongs to the key that made it (`owner`, a
+digest of the key): another key can neither read, continue nor delete it, as if
+it did not exist.
 """
 
 from __future__ import annotations

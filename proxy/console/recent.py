@@ -83,7 +83,7 @@ class ConsoleState:
         self._recent: deque[_Finished] = deque()
         self._capacity = max(recent, 0)
         self.bytes = 0
-        """what the kept entries weigh (`_weight`), held under _RECENT_BYTES."""
+        """what the kept entries weigh (`_keep`), held under _RECENT_BYTES."""
         self.counters: LRUCache[str, ModelCounters] = LRUCache(maxsize=_MAX_MODELS)
         self.captures: dict[str, Capture] = {}
         self.keep_prompts = keep_prompts

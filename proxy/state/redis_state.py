@@ -1,10 +1,10 @@
 """Learned facts and probe turns shared through Redis, never at a request's expense.
 
 Layout (every key under the prefix): `facts:<model>` is a hash, one field per
-set of behaviour fields, each value a codec.py JSON fact, expiring FACTS_TTL
-after its last write; `facts` is the
-channel new facts are published on; `probe:<model>` a short lock and
-`probed:<model>` a marker, so one replica of the fleet probes a model.
+set of behaviour fields, each value a codec.py JSON fact, the key expiring
+FACTS_TTL after its last write; `facts` is the channel new facts are published
+on; `probe:<model>` a short lock and `probed:<model>` a marker, so one replica
+of the fleet probes a model.
 
 One background task follows the fleet: subscribe, load every fact, push what
 this replica learned while Redis was away, then apply published facts as they
@@ -267,7 +267,8 @@ class RedisState:
         return why is None
 
     def _once(self, seen: bytes | str, message: str, *args: object) -> None:
-        """Log a refusal once per distinct value: a hostile writer cannot flood the log."""
+        """Log once per distinct value, and at most MAX_KNOWN values in all: a hostile
+        writer cannot flood the log or grow this memory."""
         digest = hashlib.sha256(seen if isinstance(seen, bytes) else seen.encode()).hexdigest()
         if digest not in self._bad_seen and len(self._bad_seen) < MAX_KNOWN:
             self._bad_seen.add(digest)
