@@ -45,11 +45,14 @@ globalThis.location = { hash: "" };
 
 
 def _cells(call: str) -> list[str]:
-    """Each cell's textContent of the row(s) `call` builds in console.js."""
+    """Each cell's textContent of the (first) row `call` builds in console.js."""
+    return _texts(f"[{call}].flat()[0].cells")
+
+
+def _texts(nodes: str) -> list[str]:
+    """The textContent of each node of the list the expression `nodes` gives."""
     script = _DOM + (STATIC / "console.js").read_text() + f"""
-const built = {call};
-const rows = Array.isArray(built) ? built : [built];
-process.stdout.write(JSON.stringify(rows[0].cells.map((c) => c.textContent)));
+process.stdout.write(JSON.stringify(({nodes}).map((c) => c.textContent)));
 """
     assert NODE is not None
     done = subprocess.run([NODE, "-"], input=script, capture_output=True, text=True,
@@ -80,6 +83,15 @@ def test_model_row_cells_read_as_separate_words() -> None:
     assert cells[3] == "not validated"
     assert cells[5] == "✓ 2 ⟳ 1 ✗ 0 ↺ 4"
     assert cells[8] == "Validate Promote Forget"
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_opened_rows_fields_read_as_separate_words() -> None:
+    model = {**MODEL, "profile": {"tools": "emulate", "max_tools": 64},
+             "sources": {**MODEL["sources"], "max_tools": {"kind": "built-in", "label": ""}}}
+    script = f"modelFields({json.dumps(model)})[0].childNodes"
+    fields = _texts(script)
+    assert fields == ["tools emulate exact", "max_tools 64 built-in"]
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")

@@ -203,8 +203,8 @@ function human(key, value) {
 function modelFields(model) {
   const fields = Object.entries(model.profile).map(([key, value]) =>
     h("div", { class: "field" + (model.sources[key].kind === "built-in" ? " default" : "") },
-      h("span", { class: "k" }, key), h("span", { class: "v" }, human(key, value)),
-      sourceBadge(model.sources[key])));
+      spaced(h("span", { class: "k" }, key), h("span", { class: "v" }, human(key, value)),
+        sourceBadge(model.sources[key]))));
   const parts = [h("div", { class: "fields" }, fields)];
   if (model.learned) {
     parts.push(h("h2", { class: "gap" }, "Learned entry"),
