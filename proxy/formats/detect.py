@@ -149,10 +149,11 @@ GENERIC_MARKERS = frozenset({"{", "[", "```", "~~~"})
 _OPEN_ENDED = frozenset({"<|START_THINKING|>", "<|python_tag|>", "<|python_start|>",
                          "<|start|>", "<|channel|>", ">>>"})
 # What a call's text begins with after any other marker (and blanks), in every format:
-# a JSON value, a tag, a quoted name or a fence; or a word, handled apart: an offered
-# tool's name (GLM-4.5, Mistral v11, `<function=name>`) or `function` (DeepSeek V3's
-# `function<sep>`, Kimi's `functions.name:0`).
-_CALL_OPENERS = frozenset("{[<\"'`~(")
+# a JSON value, a tag (MiniMax-M3's led by its `]<]minimax[>[`), a quoted name or a
+# fence; or a word, handled apart: an offered tool's name (GLM-4.5, Mistral v11,
+# `<function=name>`) or `function` (DeepSeek V3's `function<sep>`, Kimi's
+# `functions.name:0`, GigaChat's `function call` header).
+_CALL_OPENERS = frozenset("{[<\"'`~(]")
 
 
 def opens_nothing(marker: str, after: str, tools: Iterable[str]) -> bool:
