@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParsedCall
+from proxy.formats.base import ParsedCall, ParseResult, remaining_text
 from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import Block, dumps
+from proxy.formats.detect import drop_controls
 from proxy.formats.json_scan import call_from_object, json_at, past_close
 from proxy.types import JSON
 
@@ -49,13 +50,21 @@ def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     if found is None or call is None:
         return None
     end = past_close(text, found[1], _EOS)
-    return Block(at, end, (call,)) if call.name in tools else Block(at, end, (), text[at:end])
+    if call.name in tools:
+        return Block(at, end, (call,))
+    return Block(at, end, (), text[at:end].replace(_MESSAGE_SEP, ""))  # markup even so
 
 
 class GigaChat3(BlockFormat):
     name = "gigachat3"
     markers: tuple[str, ...] = (_MESSAGE_SEP, _FUNCTION_CALL)
     controls: tuple[str, ...] = (_MESSAGE_SEP,)
+
+    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
+        # Markup goes without a trace, as formats.detect drops it from any result.
+        result = super().parse(text, tools)
+        return ParseResult(result.calls, remaining_text([drop_controls(result.text or "",
+                                                                       self.controls)]))
     instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:

@@ -31,10 +31,12 @@ from proxy.formats.base import ParsedCall
 from proxy.formats.stream import StreamRecovery
 
 # The shared sample plus our own cases (faults found in real outputs).
+# Every corpus file: textcalls-2026b.jsonl holds cases taken from the parser tests of
+# vLLM and SGLang for the 2026 families (each case's notes name the test).
 ALL_CASES: list[dict[str, Any]] = [
     json.loads(line)
-    for corpus in ("textcalls-sample.jsonl", "textcalls-extra.jsonl")
-    for line in (SHARED / corpus).read_text().splitlines()
+    for corpus in sorted(SHARED.glob("textcalls-*.jsonl"))
+    for line in corpus.read_text().splitlines()
     if line
 ]
 # The corpus labels a few cases by family; the registry by module.
@@ -44,7 +46,9 @@ NEGATIVES = [c for c in CASES if not c["expect_calls"]]
 OWN_FORMAT_CASES = [c for c in CASES if c["format"] in FORMATS and "<think>" not in c["content"]]
 # Values are raw text in the markup, typed by the schema: a value cannot hold
 # its own closing markup and edge whitespace belongs to the markup.
-RAW_TEXT_VALUES = {"deepseek_v32", "glm45", "minimax_m2", "qwen3_coder_xml"}
+RAW_TEXT_VALUES = {"deepseek_v32", "glm45", "minimax_m2", "qwen3_coder_xml",
+                   # The 2026 families, second group.
+                   "deepseek_v4", "kimi_k3", "minicpm5", "minimax_m3", "solar_open2"}
 
 
 def _calls(calls: Any) -> list[dict[str, Any]]:
