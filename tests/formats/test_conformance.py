@@ -247,3 +247,18 @@ def test_a_format_that_raises_costs_only_the_recovery() -> None:
 
     result, name = recover_with("<x>", SCHEMAS, [Broken()])  # type: ignore[list-item]
     assert result.text == "<x>" and name is None
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_streamed_equals_whole_for_any_rendered_calls(name: str, data: st.DataObject) -> None:
+    """Every format: calls as it renders them, with prose before and after, streamed
+    at any splits give what the whole answer gives."""
+    calls = data.draw(simple_calls(None if name in RAW_TEXT_VALUES else ANY_TEXT))
+    text = "Sure, let me look.\n" + get_format(name).render_calls(calls) + "\nDone."
+    whole, _ = recover(text, SCHEMAS, keep_reasoning=True)
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=8))
+    streamed_calls, streamed = _stream(text, SCHEMAS, cuts)
+    assert streamed_calls == list(whole.calls)
+    assert squash(streamed) == squash(whole.text)
