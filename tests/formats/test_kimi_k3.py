@@ -86,3 +86,13 @@ def test_cut_off_call_is_no_call() -> None:
 def test_render_round_trips_typed_values() -> None:
     calls = [ParsedCall("python", {"code": 'print("a&b")', "n": 3, "ok": True, "x": None})]
     assert list(FORMAT.parse(FORMAT.render_calls(calls), PYTHON).calls) == calls
+
+
+def test_reply_goes_on_at_once_after_the_channel_marker() -> None:
+    """The response marker is dropped where it stands: the reply after it is not held
+    as a possible block until the end of the answer (streaming latency)."""
+    from proxy.formats.stream import StreamRecovery
+
+    parser = StreamRecovery(PYTHON, keep_reasoning=True)
+    sent = parser.feed(RESPONSE_OPEN + "Hello") + parser.feed(" there")
+    assert "".join(item for item in sent if isinstance(item, str)) == "Hello there"
