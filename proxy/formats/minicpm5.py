@@ -38,11 +38,14 @@ To call a function, write one element per call, with one param element per argum
 
 
 def _value_close(text: str, start: int) -> int | None:
-    """The `</param>` that the markup puts there, not one inside the value."""
+    """The `</param>` that the markup puts there, not one inside the value. Before the
+    next call's start it is that too (its own call then lacks its close): no call
+    reads on into the next, and cut-off calls cost no rescans."""
     pos = start
     while (at := text.find(_PARAM_CLOSE, pos)) >= 0:
         after = skip_space(text, at + len(_PARAM_CLOSE))
-        if text.startswith(_CLOSE, after) or _PARAM.match(text, after):
+        if text.startswith(_CLOSE, after) or _PARAM.match(text, after) \
+                or _FUNCTION.match(text, after):
             return at
         pos = at + 1
     return None

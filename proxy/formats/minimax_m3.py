@@ -13,6 +13,7 @@ cut off (those before it are calls, it stays text), or use an XML parser.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -51,17 +52,30 @@ def _element(text: str, pos: int, depth: int) -> tuple[str, Node, int] | None:
     if head is None or depth > 32:
         return None
     name = head.group(1)
-    close = re.compile(rf"\s*(?:{_NS})?</{re.escape(name)}>")
     children: list[tuple[str, Node]] = []
     pos = head.end()
     while (child := _element(text, pos, depth + 1)) is not None:
         children.append(child[:2])
         pos = child[2]
     if children:
-        end = close.match(text, pos)
+        end = _close(name).match(text, pos)
         return (name, children, end.end()) if end is not None else None
-    found = re.compile(rf"(?:{_NS})?</{re.escape(name)}>").search(text, head.end())
-    return (name, text[head.end() : found.start()], found.end()) if found else None
+    # A value ends at its close tag; an invoke or tool_call tag first means it is cut
+    # off (one search, so a run of cut-off invokes costs no rescans).
+    found = _leaf_end(name).search(text, head.end())
+    if found is None or found.group(1) is None:
+        return None
+    return name, text[head.end() : found.start()], found.end()
+
+
+@functools.lru_cache(maxsize=256)
+def _close(name: str) -> re.Pattern[str]:
+    return re.compile(rf"\s*(?:{_NS})?</{re.escape(name)}>")
+
+
+@functools.lru_cache(maxsize=256)
+def _leaf_end(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?:{_NS})?(</{re.escape(name)}>)|(?:{_NS})?</?(?:invoke|tool_call)\b")
 
 
 def _value(node: Node, schema: Any) -> Any:

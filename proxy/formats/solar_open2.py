@@ -12,6 +12,7 @@ reasoning, removed before any format parses).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,8 +26,9 @@ from proxy.types import JSON
 
 _CALL, _CALL_END = "<|tool_call:start|>", "<|tool_call:end|>"
 _ARG, _VALUE, _ARG_END = "<|tool_arg:start|>", "<|tool_arg:value|>", "<|tool_arg:end|>"
-# What may stand where a value's end token was dropped (vLLM's stop sentinels).
-_VALUE_STOPS = (_ARG_END, _ARG, _CALL_END, _CALL)
+# What may stand where a value's end token was dropped (vLLM's stop sentinels): one
+# search finds the first, so a hostile run of cut-off calls costs no rescans.
+_VALUE_STOPS = re.compile("|".join(re.escape(t) for t in (_ARG_END, _ARG, _CALL_END, _CALL)))
 
 _INSTRUCTIONS = """\
 # Tools
@@ -43,8 +45,8 @@ then <|tool_call:end|>:
 
 
 def _first_stop(text: str, start: int) -> tuple[int, str] | None:
-    found = [(at, stop) for stop in _VALUE_STOPS if (at := text.find(stop, start)) >= 0]
-    return min(found) if found else None
+    found = _VALUE_STOPS.search(text, start)
+    return (found.start(), found.group()) if found is not None else None
 
 
 def _arguments(text: str, pos: int, schema: JSON) -> tuple[dict[str, Any], int] | None:

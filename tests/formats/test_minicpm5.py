@@ -62,3 +62,14 @@ def test_a_value_holding_markup_ends_at_the_structural_close() -> None:
             '<param name="date">x</param></function>')
     assert FORMAT.parse(text, TOOLS).calls == (
         ParsedCall("get_weather", {"city": "a</param>b", "date": "x"}),)
+
+
+def test_a_run_of_calls_without_close_costs_no_rescans() -> None:
+    """Hostile model output: each value used to look for its close past every later
+    call (171 KB took 11 s); the next call's start ends the search now."""
+    import time
+
+    text = '<function name="get_weather"><param name="city">x</param>' * 3000
+    started = time.process_time()
+    assert recover(text, TOOLS)[0].calls == ()
+    assert time.process_time() - started < 5

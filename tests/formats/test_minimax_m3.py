@@ -76,3 +76,14 @@ def test_a_string_value_that_looks_like_a_number_stays_a_string() -> None:
 
 def test_rendered_prompt_shows_the_namespace_marker() -> None:
     assert NS + "<invoke" in FORMAT.render_tools([])
+
+
+def test_a_run_of_cut_off_invokes_costs_no_rescans() -> None:
+    """Hostile model output: each cut-off value used to search to the end of the text
+    (168 KB took 40 s); the search stops at the next invoke tag now."""
+    import time
+
+    text = (f'{NS}<tool_call>{NS}<invoke name="get_weather">{NS}<city>x') * 2000
+    started = time.process_time()
+    assert recover(text, SCHEMAS)[0].calls == ()
+    assert time.process_time() - started < 10
