@@ -104,6 +104,10 @@ class CapabilityStore:
 
     # --- the background keeper ---------------------------------------------------
 
+    def writes_in_background(self) -> bool:
+        """`record` does no I/O (the keeper writes): it may be called on the event loop."""
+        return self._keeper is not None
+
     def start(self) -> None:
         """Reload and write from a background thread from now on (the server does this)."""
         if self._keeper is None:
@@ -198,10 +202,12 @@ class CapabilityStore:
         Cheap and free of I/O while the keeper runs; without it (the CLI), the
         write happens here, in the caller's thread.
         """
-        accepted = [f for f in facts if self._acceptable(f)]
         with self._lock:
-            news = [f for f in accepted
+            news = [f for f in facts
                     if fact_is_news(self._resolver.learned.get(normalise_model_name(f.model)), f)]
+        # Checked after the news test: a repeat (most requests) costs no validation.
+        news = [f for f in news if self._acceptable(f)]
+        with self._lock:
             if not news:
                 return
             self._pending = (self._pending + news)[-self.max_learned:]

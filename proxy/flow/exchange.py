@@ -34,6 +34,8 @@ class Exchange:
     observations: list[Observation] = field(default_factory=list)
     finished: bool = False
     reported: bool = False
+    learned: int = 0
+    """how many of `observations` went to learning already (at the settling)."""
     tap: Tap = field(init=False)
     """what the console sees of this request (a bench capture, a kept prompt)."""
     _redactor: Redactor | None = field(default=None, init=False, repr=False)
@@ -76,6 +78,9 @@ class Exchange:
             self.record.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
             self.record.upstream_ms = round(self.upstream_s * 1000, 3)
             self.record.overhead_ms = round(self.overhead_ms(), 3)
+            # Learned facts take effect before the answer leaves: the client's next
+            # request (sent as soon as it has this answer) must go straight to them.
+            self._learn()
         if report:
             self.report()
 
@@ -87,17 +92,24 @@ class Exchange:
         self.reported = True
         self.svc.telemetry.request_done(self.record, self.observations)
         self.svc.console.finished(self.record, self.observations, self.tap)
-        learn(self.svc, self.observations, self.record.upstream)
+        self._learn()  # what was found after the settling
+
+    def _learn(self) -> None:
+        new, self.learned = self.observations[self.learned:], len(self.observations)
+        learn(self.svc, new, self.record.upstream)
 
 
 def learn(svc: Services, observations: list[Observation], upstream: str | None) -> None:
-    """Turn findings into learned facts and write them after the response."""
+    """Turn findings into learned facts: in force at once, written to the file after."""
     if not observations:
         return
     facts = facts_from(observations, at=now_iso(), upstream=upstream)
     if facts:
         store: CapabilityStore = svc.store
-        svc.spawn(anyio.to_thread.run_sync(store.record, facts))
+        if store.writes_in_background():
+            store.record(facts)  # memory only: the store's keeper thread writes the file
+        else:
+            svc.spawn(anyio.to_thread.run_sync(store.record, facts))
         svc.spawn(svc.state.share(facts))  # a no-op alone; the fleet learns it with Redis
 
 
