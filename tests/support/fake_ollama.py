@@ -82,6 +82,7 @@ def qualified_name(model: str) -> str:
 class FakeOllama:
     def __init__(self, *, legacy: bool = False) -> None:
         self.legacy = legacy
+        self.version = "0.5.12" if legacy else "0.33.0"
         self.models: dict[str, dict[str, Any]] = {}
         self.replies: dict[str, list[Reply]] = {}
         self.requests: list[dict[str, Any]] = []
@@ -96,6 +97,7 @@ class FakeOllama:
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
             Route("/v1/models", self._list, methods=["GET"]),
             Route("/api/show", self._show, methods=["POST"]),
+            Route("/api/version", self._version, methods=["GET"]),
             Route("/v1/embeddings", self._embeddings, methods=["POST"]),
         ])
 
@@ -237,6 +239,11 @@ class FakeOllama:
                 for name in self.models] or None
         return Response(go_json({"object": "list", "data": data}) + b"\n",  # Encoder.Encode
                         media_type="application/json")
+
+    async def _version(self, request: Request) -> Response:
+        self._record(request, {})
+        return Response(go_json({"version": self.version}),
+                        media_type="application/json; charset=utf-8")  # gin c.JSON
 
     async def _show(self, request: Request) -> Response:
         body = orjson.loads(await request.body())

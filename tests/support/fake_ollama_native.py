@@ -66,7 +66,6 @@ class FakeOllamaNative(FakeOllama):
         """per chat request (either API): whether the prompt lost its front."""
         self.app.router.routes.extend([
             Route("/api/chat", self._native_chat, methods=["POST"]),
-            Route("/api/version", self._version, methods=["GET"]),
             Route("/api/ps", self._ps, methods=["GET"]),
         ])
 
@@ -122,10 +121,6 @@ class FakeOllamaNative(FakeOllama):
         return await super()._chat(request)
 
     # --- native endpoints ------------------------------------------------------
-
-    async def _version(self, request: Request) -> Response:
-        self._record(request, {})
-        return Response(go_json({"version": self.version}), media_type=NATIVE_JSON)
 
     async def _ps(self, request: Request) -> Response:
         self._record(request, {})
