@@ -7,7 +7,7 @@ go to learning.py and, as facts, to the capability store after the response.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import anyio
@@ -15,7 +15,8 @@ from starlette.requests import Request
 
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.tap import Tap
-from proxy.flow.learning import facts_from
+from proxy.capabilities.resolve import normalise_model_name
+from proxy.flow.learning import LearnedFact, facts_from
 from proxy.observability.redact import Redactor
 from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services
@@ -96,14 +97,20 @@ class Exchange:
 
     def _learn(self) -> None:
         new, self.learned = self.observations[self.learned:], len(self.observations)
-        learn(self.svc, new, self.record.upstream)
+        learn(self.svc, new, self.record.upstream, self.record.model)
 
 
-def learn(svc: Services, observations: list[Observation], upstream: str | None) -> None:
-    """Turn findings into learned facts: in force at once, written to the file after."""
+def learn(svc: Services, observations: list[Observation], upstream: str | None,
+          asked: str | None = None) -> None:
+    """Turn findings into learned facts: in force at once, written to the file after.
+
+    `asked`: the model name the client sent, the key a fact about it gets on an
+    upstream that takes names as written."""
     if not observations:
         return
     facts = facts_from(observations, at=now_iso(), upstream=upstream)
+    if facts and upstream and asked and not _tags_names(svc, upstream):
+        facts = [_as_written(fact, asked) for fact in facts]
     if facts:
         store: CapabilityStore = svc.store
         if store.writes_in_background():
@@ -111,6 +118,18 @@ def learn(svc: Services, observations: list[Observation], upstream: str | None) 
         else:
             svc.spawn(anyio.to_thread.run_sync(store.record, facts))
         svc.spawn(svc.state.share(facts))  # a no-op alone; the fleet learns it with Redis
+
+
+def _tags_names(svc: Services, upstream: str) -> bool:
+    """Ollama reads `name` as `name:latest`; an upstream known to be another server
+    (set with --upstream-kind, or found at start) takes names as written."""
+    kind = svc.settings.kind_for(upstream) or svc.ollama.kinds.get(upstream, ("unknown", 0))[0]
+    return kind != "openai"
+
+
+def _as_written(fact: LearnedFact, asked: str) -> LearnedFact:
+    same = normalise_model_name(fact.model) == normalise_model_name(asked)
+    return replace(fact, model=asked.strip() if same else fact.model, tag_default=False)
 
 
 def now_iso() -> str:
