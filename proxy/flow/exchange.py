@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 import anyio
 from starlette.requests import Request
 
+from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.tap import Tap
-from proxy.capabilities.resolve import normalise_model_name
 from proxy.flow.learning import LearnedFact, facts_from
 from proxy.observability.redact import Redactor
 from proxy.observability.telemetry import RequestRecord

@@ -23,6 +23,7 @@ from proxy.backends.upstream import Upstream, fetch_listing
 from proxy.capabilities.schema import Capabilities
 from proxy.settings import Settings, redact_url
 
+
 def freeze_startup_heap() -> None:
     """Take what is loaded before serving (modules, settings, the app) out of the
     cyclic collector's reach for the process's life (`gc.freeze`).
