@@ -134,11 +134,12 @@ class FakeOllama:
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             # Exactly `text/event-stream` (Go's header; media_type would add a charset).
-            return StreamingResponse(self._events(model, reply, include_usage),
+            return StreamingResponse(self._events(model, reply, include_usage,
+                                                  self.prompt_tokens(body)),
                                      headers={"content-type": "text/event-stream"})
         if reply.delay and await self._client_left(request, reply.delay):
             return Response(b"", status_code=499)
-        return Response(go_json(self._completion(model, reply)) + b"\n",
+        return Response(go_json(self._completion(model, reply, self.prompt_tokens(body))) + b"\n",
                         media_type="application/json")
 
     async def _client_left(self, request: Request, delay: float) -> bool:
@@ -173,7 +174,11 @@ class FakeOllama:
             self.headers.append(dict(request.headers))
             self.paths.append(request.url.path)
 
-    def _completion(self, model: str, reply: Reply) -> dict[str, Any]:
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        """What the answer's usage says the prompt took (a subclass counts it)."""
+        return 12
+
+    def _completion(self, model: str, reply: Reply, prompt: int = 12) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.content)}
         finish = reply.finish
         if reply.tool_calls:
@@ -183,12 +188,13 @@ class FakeOllama:
         return {"id": "chatcmpl-88", "object": "chat.completion", "created": T, "model": model,
                 "system_fingerprint": "fp_ollama",
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}
+                "usage": {"prompt_tokens": prompt, "completion_tokens": 5,
+                          "total_tokens": prompt + 5}}
 
-    async def _events(self, model: str, reply: Reply, include_usage: bool
+    async def _events(self, model: str, reply: Reply, include_usage: bool, prompt: int = 12
                       ) -> AsyncIterator[bytes]:
         events = reply.raw_events if reply.raw_events is not None else \
-            self._frames(model, reply, include_usage)
+            self._frames(model, reply, include_usage, prompt)
         sent = 0
         try:
             for event in events:
@@ -203,7 +209,8 @@ class FakeOllama:
                 self.abandoned += 1
             raise
 
-    def _frames(self, model: str, reply: Reply, include_usage: bool) -> list[bytes]:
+    def _frames(self, model: str, reply: Reply, include_usage: bool, prompt: int = 12
+                ) -> list[bytes]:
         base = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": T,
                 "model": model, "system_fingerprint": "fp_ollama"}
         deltas: list[dict[str, Any]] = []
@@ -227,7 +234,7 @@ class FakeOllama:
                                                    "finish_reason": finish}]}))
         if include_usage:
             frames.append(_frame({**base, "choices": [], "usage": {
-                "prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}))
+                "prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5}}))
         frames.append(b"data: [DONE]\n\n")
         return frames
 

@@ -120,6 +120,13 @@ class FakeOllamaNative(FakeOllama):
                 queue.insert(0, Reply(content=[BLIND_ANSWER]))
         return await super()._chat(request)
 
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        """Ollama's /v1 usage.prompt_tokens is the runner's prompt_eval_count: the
+        prompt's tokens, or the window when it was cut (_sees_tools loaded it)."""
+        loaded = self.loaded.get(_tagged(body.get("model", "")))
+        tokens = self._prompt_tokens(body)
+        return min(tokens, loaded.num_ctx) if loaded is not None else tokens
+
     # --- native endpoints ------------------------------------------------------
 
     async def _ps(self, request: Request) -> Response:
