@@ -154,7 +154,7 @@ class CapabilityStore:
         self._stat, self._loaded = stat, True
         caps, problems = self._parse(text)
         if caps is None:
-            return self._reject("\n".join(str(p) for p in problems))
+            return self._reject("\n".join(str(p) for p in problems), text)
         return self._install(caps, stat)
 
     def _create_from_shipped(self) -> StatKey | None:
@@ -181,10 +181,28 @@ class CapabilityStore:
             self.dirty = self.dirty or bool(self._pending)
         return True
 
-    def _reject(self, message: str) -> bool:
+    def _reject(self, message: str, text: str | None = None) -> bool:
+        if self.generation == 0:
+            return self._start_shipped(message, text)
         if message != self._last_error:  # logged once per change, not once per check
             self._log.warning("%s", f"{message} (keeping the last good version)")
         self._last_error = message
+        return False
+
+    def _start_shipped(self, message: str, text: str | None) -> bool:
+        """No good version yet (a broken file at start): the shipped entries, never none.
+
+        The file is a person's and is left as it is; what is learned meanwhile waits
+        in memory (`_merged` never writes into an invalid file) until it is fixed."""
+        self._install(parse_capabilities(shipped_text(), "shipped")[0], self._stat)
+        first, _, more = message.partition("\n")
+        extra = f" ({more.count(chr(10)) + 1} more problems)" if more else ""
+        self._log.warning("%s", f"{first}{extra}; starting with the shipped entries instead; "
+                          "the file is left as it is and learned facts wait in memory until "
+                          "it is fixed")
+        self._last_error = message
+        if text is not None:  # this line said it: no second one when a fact must wait
+            self._reported[f"nowrite:{_digest(text)}"] = True
         return False
 
     def _use(self, caps: Capabilities) -> None:
