@@ -282,7 +282,7 @@ class CapabilityStore:
                     self._use(trim_learned(self._caps, self.max_learned))
 
     def _write(self, facts: list[LearnedFact]) -> None:
-        spliced: list[int] = []  # how many of `facts` went into the new text
+        spliced: list[list[LearnedFact]] = []  # the facts that went into the new text
         try:
             written = rewrite_file(self._path, lambda text: self._merged(text, facts, spliced))
         except (OSError, UnicodeDecodeError) as exc:  # read-only, disk full, lock timeout
@@ -296,11 +296,23 @@ class CapabilityStore:
         with self._lock:
             self._pending = [f for f in self._pending if f not in facts]
             self._install(updated, written.stat)
-        if written.changed and self._on_written is not None:
-            self._on_written(spliced[-1] if spliced else 0)
+        if not written.changed:
+            return
+        for fact in spliced[-1] if spliced else []:
+            self._log_written(fact)
+        if self._on_written is not None:
+            self._on_written(len(spliced[-1]) if spliced else 0)
+
+    def _log_written(self, fact: LearnedFact) -> None:
+        """One line per fact written: what toolshim changed in a person's file, and why."""
+        fields = ", ".join(f"{name}={value!r}" for name, value in fact.fields.items())
+        self._log.info("%s", f"{self._path}: learned {fact.model!r}: {fields} "
+                       f"(source: {fact.source})",
+                       extra={"record": {"model": fact.model, "fields": dict(fact.fields),
+                                         "source": fact.source}})
 
     def _merged(self, text: str | None, facts: list[LearnedFact],
-                spliced: list[int]) -> str | None:
+                spliced: list[list[LearnedFact]]) -> str | None:
         """The file's new text with `facts` spliced in, or None to leave it alone."""
         text = shipped_text() if text is None else text
         if len(text.encode()) > self.max_bytes:
@@ -328,7 +340,7 @@ class CapabilityStore:
         if done is None:
             return None
         self._last_parsed = done
-        spliced.append(len(good))
+        spliced.append(good)
         return done[0]
 
     def _parse(self, text: str) -> tuple[Capabilities | None, list[Problem]]:

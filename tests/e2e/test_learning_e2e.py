@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import openai
+import pytest
 from ruamel.yaml import YAML
 from support.fake_ollama import FakeOllama, Reply
 from support.inprocess import InProcessApps
@@ -173,3 +175,18 @@ async def _refused_then_straight(aclient: openai.AsyncOpenAI, fake: FakeOllama) 
         model="gemma3:4b", messages=MSG, tools=TOOLS)
     assert "x-toolshim-retries" not in second.headers
     assert len(fake.chat_requests()) == calls + 1
+
+
+def test_each_fact_written_is_one_info_line(
+        caplog: pytest.LogCaptureFixture, new_sdk: Callable[..., openai.OpenAI],
+        fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
+    caplog.set_level(logging.INFO)
+    with serve(create_app(make_settings(probe=False))) as url:
+        sdk = new_sdk(url)
+        sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)
+        _wait_for(lambda: "gemma3:4b" in _learned(caps_path))
+        sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)  # a repeat
+    lines = [r for r in caplog.records if "learned 'gemma3:4b'" in r.getMessage()]
+    assert [r.levelno for r in lines] == [logging.INFO]
+    assert lines[0].getMessage() == \
+        f"{caps_path}: learned 'gemma3:4b': tools='off' (source: runtime_error)"
