@@ -208,11 +208,11 @@ async def test_cli_all_models_prints_and_records(tmp_path: Path) -> None:
     out = io.StringIO()
     assert await run_probe_cli([], [ROOT + "/v1"], str(path), True, out) == 0
     assert out.getvalue().splitlines() == [
-        "qwen3:8b: tools native (probe: /api/show capabilities: [completion, tools]); "
-        "toolshim uses: native",
+        ("qwen3:8b: tools native (probe: /api/show capabilities: [completion, tools]); "
+         "toolshim uses: native"),
         # What it found, and what the proxy does: the shipped "gemma3:*" entry wins.
-        "gemma3:4b: tools off (probe: /api/show capabilities: [completion]); "
-        "toolshim uses: emulate",
+        ("gemma3:4b: tools off (probe: /api/show capabilities: [completion]); "
+         "toolshim uses: emulate"),
     ]
     caps, problems = parse_capabilities(path.read_text(), str(path))
     assert caps is not None, problems
