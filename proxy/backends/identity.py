@@ -3,8 +3,9 @@
 Asked once per upstream in the background at start (the log line) and shared with
 the Ollama adapter: /api/version goes through `upstream_kind`, whose answer the
 adapter reuses, so it is asked once, not twice. An OpenAI-style server is told
-apart by what it answers besides /v1: vLLM's /version, llama.cpp's /props, else
-the `owned_by` of its /v1/models.
+apart by what it answers besides /v1: vLLM's /version, llama.cpp's /props; any
+other is logged as OpenAI-compatible (its /v1 is left to the requests: a person
+reading an upstream's access log sees only what toolshim needed).
 """
 
 from __future__ import annotations
@@ -32,12 +33,7 @@ async def identify(state: OllamaState, upstream: Upstream, timeout: float) -> st
     if isinstance(props, dict) and ("build_info" in props or "default_generation_settings"
                                     in props):
         return f"llama.cpp {_text(props, 'build_info') or '(build not told)'}"
-    listing = await get_json(upstream, "/v1/models", timeout)
-    data = listing.get("data") if isinstance(listing, dict) else None
-    owners = sorted({_text(e, "owned_by") or "" for e in data if isinstance(e, dict)}
-                    - {""}) if isinstance(data, list) else []
-    owned = f" (models owned by {', '.join(owners[:3])})" if owners else ""
-    return f"openai-compatible{owned}"
+    return "an OpenAI-compatible server (neither /version nor /props says more)"
 
 
 def _text(found: Any, name: str) -> str | None:

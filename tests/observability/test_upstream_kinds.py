@@ -70,7 +70,7 @@ async def test_api_version_is_asked_once_per_upstream(
 
 @pytest.mark.parametrize(("props", "owner", "told"), [
     ({"build_info": "b6000-1a2b3c", "total_slots": 1}, "llamacpp", "llama.cpp b6000-1a2b3c"),
-    (None, "me", "openai-compatible (models owned by me)"),
+    (None, "me", "an OpenAI-compatible server (neither /version nor /props says more)"),
 ])
 async def test_an_openai_style_upstreams_kind_is_logged(
         caplog: pytest.LogCaptureFixture, make_settings: Callable[..., Settings],
