@@ -96,7 +96,8 @@ async def _ask_version(upstream: Upstream, timeout: float) -> Any | None:
     """The answer's JSON ({} for a 4xx or a body that is not JSON: a server that is
     not Ollama), None when nothing answered (asked again after KIND_RETRY)."""
     try:
-        response = await upstream.client.get("/api/version", timeout=timeout)
+        response = await upstream.client.get("/api/version", timeout=timeout,
+                                             headers=_auth(upstream))
     except httpx.HTTPError:
         return None
     if response.status_code >= 500:  # a gateway whose backend is down: not an answer
@@ -155,7 +156,7 @@ def parse_show(found: Any) -> ModelLimits:
 
 async def get_json(upstream: Upstream, path: str, timeout: float) -> Any | None:
     try:
-        response = await upstream.client.get(path, timeout=timeout)
+        response = await upstream.client.get(path, timeout=timeout, headers=_auth(upstream))
     except httpx.HTTPError:  # a metadata question never fails a request
         return None
     return _json_or_none(response)
@@ -164,11 +165,18 @@ async def get_json(upstream: Upstream, path: str, timeout: float) -> Any | None:
 async def _post_json(upstream: Upstream, path: str, payload: Any, timeout: float) -> Any | None:
     try:
         response = await upstream.client.post(path, content=orjson.dumps(payload),
-                                              headers={"content-type": "application/json"},
+                                              headers={"content-type": "application/json",
+                                                       **_auth(upstream)},
                                               timeout=timeout)
     except httpx.HTTPError:
         return None
     return _json_or_none(response)
+
+
+def _auth(upstream: Upstream) -> dict[str, str]:
+    """The upstream's own key (`--upstream-key-env`): a gateway in front of Ollama that
+    wants it on /v1 wants it on /api too, or its 401 would make it look like no Ollama."""
+    return {"authorization": f"Bearer {upstream.api_key}"} if upstream.api_key else {}
 
 
 def _json_or_none(response: httpx.Response) -> Any | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import openai
 import pytest
 from starlette.applications import Starlette
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from support.fake_ollama_native import FakeOllamaNative
@@ -99,3 +100,23 @@ async def test_no_upstream_answering_at_start_is_one_warning(
     (warning,) = [r for r in caplog.records if "no upstream answered" in r.getMessage()]
     assert warning.levelno == logging.WARNING
     assert down[0] in warning.getMessage() and down[1] in warning.getMessage()
+
+
+async def test_a_keyed_ollama_gateway_is_asked_with_the_upstreams_key(
+        caplog: pytest.LogCaptureFixture, make_settings: Callable[..., Settings],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    caplog.set_level(logging.INFO)
+    monkeypatch.setenv("GATEWAY_KEY", "gw-key-0123456789")
+
+    async def version(request: Request) -> JSONResponse:
+        if request.headers.get("authorization") != "Bearer gw-key-0123456789":
+            return JSONResponse({"error": "unauthorized"}, status_code=401)
+        return JSONResponse({"version": "0.12.3"})
+
+    with serve(Starlette(routes=[Route("/api/version", version)]), lifespan="off") as url:
+        apps = InProcessApps(make_settings)
+        await apps.open(upstreams=(url,), upstream_key_envs=((url, "GATEWAY_KEY"),))
+        try:
+            await _wait_for(caplog, lambda m: m == f"upstream {url} is ollama 0.12.3")
+        finally:
+            await apps.close()

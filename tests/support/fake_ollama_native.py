@@ -129,6 +129,10 @@ class FakeOllamaNative(FakeOllama):
 
     # --- native endpoints ------------------------------------------------------
 
+    async def _version(self, request: Request) -> Response:
+        self._record(request, {})
+        return Response(go_json({"version": self.version}), media_type=NATIVE_JSON)
+
     async def _ps(self, request: Request) -> Response:
         self._record(request, {})
         models = [{"name": name, "model": name, "size": 1, "digest": "0" * 64,
