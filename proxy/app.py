@@ -34,7 +34,7 @@ from proxy.middleware import Drain, Edge, bearer_allowed
 from proxy.observability.logs import quiet_intended_cuts
 from proxy.observability.metrics import CONTENT_TYPE
 from proxy.observability.redact import Redactor
-from proxy.observability.startup import freeze_startup_heap, log_upstream_kind, startup_line
+from proxy.observability.startup import announce_upstreams, freeze_startup_heap, startup_line
 from proxy.observability.telemetry import Telemetry
 from proxy.server_tools.host import ToolHost
 from proxy.services import Services
@@ -112,9 +112,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
         startup_line(settings, svc.store.capabilities(), log)
         svc.server_tools = ToolHost()  # MCP servers start here, follow reloads per request
         svc.server_tools.sync(svc.store.capabilities().server_tools)
-        for upstream in svc.upstreams.values():
-            if settings.kind_for(upstream.root) is None:  # a set kind is not asked about
-                svc.spawn(log_upstream_kind(upstream, log))
+        svc.spawn(announce_upstreams(svc.ollama, list(svc.upstreams.values()), settings, log))
         if serving:
             freeze_startup_heap()
         try:

@@ -86,7 +86,27 @@ def _run(settings: Settings) -> None:
     # default handler a drained SIGTERM would still end with status 143.
     # Orchestrators read a drained stop as success, so the re-raise is a no-op.
     signal.signal(signal.SIGTERM, lambda signum, frame: None)
-    DrainingServer(config).run()
+    sock = _listen(settings.host, settings.port)  # before the app starts and says "listening"
+    DrainingServer(config).run(sockets=[sock])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The bound socket uvicorn serves on; a bind failure is one error line and exit 1."""
+    import logging
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        logging.getLogger("toolshim").error(
+            "cannot listen on %s:%d: %s", host, port, exc.strerror or exc,
+            extra={"record": {"listen": f"{host}:{port}", "errno": exc.errno}})
+        raise SystemExit(1) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def _run_workers(settings: Settings) -> None:
