@@ -79,5 +79,5 @@ def refusal_body(path: str, status: int, message: str, code: str) -> bytes:
         state = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED"}.get(
             status, "FAILED_PRECONDITION")
         return orjson.dumps({"error": {"code": status, "message": message, "status": state}})
-    kind = "invalid_request_error" if status == 421 else None
-    return orjson.dumps(error_body(message, status, type_=kind, code=code))
+    openai_type = "invalid_request_error" if status == 421 else None
+    return orjson.dumps(error_body(message, status, type_=openai_type, code=code))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -16,12 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSHIM_")}
     environ.update(env or {})
     return subprocess.run([sys.executable, "-m", "proxy", *argv], capture_output=True,
-                          text=True, timeout=60, env=environ, cwd=ROOT)
+                          text=True, timeout=60, check=False, env=environ, cwd=ROOT)
 
 
 def test_help_lists_every_subcommand() -> None:
