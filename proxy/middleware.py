@@ -55,6 +55,8 @@ log = logging.getLogger("toolshim")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 OVERHEAD_HEADER = b"x-toolshim-overhead-ms"
 _REQUEST_ID = b"x-request-id"
+_READ = frozenset({_REQUEST_ID, b"authorization", b"host", b"origin", b"sec-fetch-site"})
+"""the request headers the edge reads."""
 _HOSTS_REMEMBERED = 64
 """allowed Host values kept so the next request with one costs a set lookup."""
 _KEY_HINT = "Send it as 'Authorization: Bearer <key>'."
@@ -125,6 +127,7 @@ class Edge:
         self.keys = self.client_keys + self.admin_keys if keys else []
         self.metrics_keys = self.client_keys + self.admin_keys if protect_metrics else []
         self.protected = ("/v1/", "/v1", "/admin")
+        self.keyed = bool(self.keys or self.admin_keys or self.metrics_keys)
         self.telemetry = telemetry
         self.body_timeout = body_timeout
         self.hot = dict(hot or {})
@@ -140,6 +143,8 @@ class Edge:
         started = time.perf_counter()
         incoming = authorization = host = origin = fetch_site = None
         for key, value in scope["headers"]:  # ASGI header names are lower-case
+            if key not in _READ:  # one set lookup for the many headers not read here
+                continue
             # The first of a repeated header counts, as forward_headers has it.
             if key == _REQUEST_ID and incoming is None:
                 incoming = value.decode("latin-1")
@@ -198,8 +203,8 @@ class Edge:
                                "a request from another origin (a web page) may not act "
                                "through toolshim")
             return
-        if (self.keys or self.admin_keys or self.metrics_keys) \
-                and not await self._keys_ok(scope, authorization or "", request_id, edge_send):
+        if self.keyed and not await self._keys_ok(scope, authorization or "", request_id,
+                                                  edge_send):
             return
         guard = self.drain.watch()
         try:
