@@ -147,6 +147,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
     edge = partial(Edge, drain=drain, keys=settings.api_keys,
                    protect_metrics=settings.protect_metrics, telemetry=telemetry,
                    body_timeout=settings.client_timeout,
+                   admin_keys=settings.admin_keys, allowed_hosts=settings.allowed_hosts,
                    hot={"/v1/chat/completions": chat_completions,
                         "/v1/responses": create_response})
     app = _EdgedStarlette(edge, routes=routes, lifespan=lifespan,
@@ -196,7 +197,7 @@ async def readyz(request: Request) -> Response:
         body["redis"] = svc.state.status()
     status = 200 if fresh else 503
     body["status"] = "ready" if fresh else "no upstream answered"
-    keys = [k.encode() for k in svc.settings.api_keys]
+    keys = [k.encode() for k in (*svc.settings.api_keys, *svc.settings.admin_keys)]
     if keys and not bearer_allowed(request.headers.get("authorization", ""), keys):
         # Anyone may ask whether it is ready; paths, URLs and parse errors need a key.
         body = {"status": body["status"],
