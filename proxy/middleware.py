@@ -33,6 +33,7 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from urllib.parse import parse_qs
 
 import anyio
 import orjson
@@ -41,6 +42,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from proxy.api.client_timeouts import BODY_IN, TIMED_OUT
+from proxy.api.gemini.errors import AUTH_MESSAGE as GEMINI_AUTH_MESSAGE
+from proxy.api.gemini.errors import envelope as gemini_envelope
 from proxy.errors import error_body, internal_error
 from proxy.observability.telemetry import RequestRecord, Telemetry
 from proxy.scopes import cancel_scope
@@ -50,6 +53,8 @@ log = logging.getLogger("toolshim")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 OVERHEAD_HEADER = b"x-toolshim-overhead-ms"
 _REQUEST_ID = b"x-request-id"
+_GEMINI_DOORS = ("/v1beta", "/v1/models")
+"""where the Gemini API's own key forms are accepted (under /v1/ only the model paths)."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -107,7 +112,8 @@ class Edge:
         self.app = app
         self.drain = drain
         self.keys = [k.encode() for k in keys]
-        self.protected = ("/v1/", "/v1", "/admin") + (("/metrics",) if protect_metrics else ())
+        self.protected = ("/v1/", "/v1", "/v1beta", "/admin") + \
+            (("/metrics",) if protect_metrics else ())
         self.telemetry = telemetry
         self.body_timeout = body_timeout
         self.hot = dict(hot or {})
@@ -160,7 +166,8 @@ class Edge:
             await _end_cut(edge_send, progress)
             return
         if self.keys and scope["path"].startswith(self.protected) \
-                and not bearer_allowed(authorization or "", self.keys):
+                and not bearer_allowed(authorization or "", self.keys) \
+                and not google_key_allowed(scope, self.keys):
             await self._refuse(scope, request_id, edge_send)
             return
         guard = self.drain.watch()
@@ -223,9 +230,12 @@ class Edge:
     async def _refuse(self, scope: Scope, request_id: str, send: Send) -> None:
         # The message never repeats what was sent: a mistyped key stays out of
         # client logs and screenshots.
-        body = orjson.dumps(error_body("Invalid or missing API key. Send it as "
-                                       "'Authorization: Bearer <key>'.", 401,
-                                       code="invalid_api_key"))
+        if _from_gemini_client(scope):
+            body = orjson.dumps(gemini_envelope(401, GEMINI_AUTH_MESSAGE))
+        else:
+            body = orjson.dumps(error_body("Invalid or missing API key. Send it as "
+                                           "'Authorization: Bearer <key>'.", 401,
+                                           code="invalid_api_key"))
         await send({"type": "http.response.start", "status": 401,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"www-authenticate", b"Bearer")]})
@@ -247,6 +257,35 @@ def bearer_allowed(header: str, keys: Sequence[bytes]) -> bool:
     for key in keys:
         ok |= hmac.compare_digest(given, key)
     return ok and scheme.lower() == "bearer"
+
+
+def is_gemini_path(path: str) -> bool:
+    return path.startswith(_GEMINI_DOORS)
+
+
+def _from_gemini_client(scope: Scope) -> bool:
+    """Refused in Google's envelope: the Gemini door, or a Gemini API client (the SDKs
+    and Gemini CLI send x-goog-api-key or x-goog-api-client) on a path both APIs share."""
+    return scope["path"].startswith("/v1beta") or is_gemini_path(scope["path"]) and any(
+        k.startswith(b"x-goog-") for k, _ in scope["headers"])
+
+
+def google_key_allowed(scope: Scope, keys: Sequence[bytes]) -> bool:
+    """On the Gemini door, the key as `x-goog-api-key` (Gemini CLI, the SDKs) or as
+    `?key=` (the API's query parameter), compared as `bearer_allowed` compares."""
+    if not is_gemini_path(scope["path"]):
+        return False
+    given = next((v for k, v in scope["headers"] if k == b"x-goog-api-key"), None)
+    if given is None:
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        values = query.get("key")
+        given = values[0].encode("latin-1") if values else None
+    if given is None:
+        return False
+    ok = False
+    for key in keys:  # every key, without stopping early: constant time per key
+        ok |= hmac.compare_digest(given.strip(), key)
+    return ok
 
 
 class _Progress:

@@ -89,6 +89,8 @@ def forward_headers(incoming: Mapping[str, str], upstream: Upstream,
         if lowered == "authorization":
             if client_auth is None:  # the first of a repeated one, as the edge reads it
                 client_auth = value
+        elif lowered == "x-goog-api-key":
+            continue  # the Gemini door's key for toolshim: no chat backend reads it
         elif lowered not in HOP_BY_HOP:
             out[key] = value
         elif lowered == "connection":
