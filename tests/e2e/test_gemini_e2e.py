@@ -11,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
-import orjson
 import pytest
 from google import genai
-from google.genai import errors, types
+from google.genai import types
 from support.fake_ollama import FakeOllama, Reply, tool_call
 
 WEATHER = types.FunctionDeclaration(

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from proxy.api.gemini.schema import bad
+from proxy.api.gemini.schema import bad, camel
 from proxy.types import JSON, Message
 
 _ROLES = {"user": "user", "model": "assistant", "function": "user", "tool": "user"}
@@ -56,6 +56,7 @@ def _model_turn(parts: list[Any], field: str, *, turn: int) -> tuple[Message | N
     for j, part in enumerate(parts):
         where = f"{field}.parts[{j}]"
         kind = _kind(part, where)
+        part = camel(part)
         if kind == "text" and not part.get("thought"):
             texts.append(part["text"])
         elif kind == "functionCall":
@@ -83,6 +84,7 @@ def _user_turn(parts: list[Any], field: str, pending: list[tuple[str, str]]) -> 
     for j, part in enumerate(parts):
         where = f"{field}.parts[{j}]"
         kind = _kind(part, where)
+        part = camel(part)
         if kind == "text":
             if not part.get("thought"):
                 content.append({"type": "text", "text": part["text"]})
@@ -107,6 +109,7 @@ def _kind(part: Any, where: str) -> str:
     """The Part's data field (one of text, inlineData, fileData, functionCall, ...)."""
     if not isinstance(part, dict):
         raise bad(where, "a Part must be an object")
+    part = camel(part)
     for key in ("text", "functionCall", "functionResponse", "inlineData", "fileData",
                 "executableCode", "codeExecutionResult"):
         if key in part:
@@ -164,6 +167,7 @@ def _result_text(result: Any, where: str) -> str:
 def _image(data: Any, where: str) -> JSON:
     if not isinstance(data, dict):
         raise bad(where, "must be an object")
+    data = camel(data)
     mime, payload = data.get("mimeType"), data.get("data")
     if not isinstance(mime, str) or not mime.startswith("image/"):
         raise bad(f"{where}.mimeType", f"only images can be served inline; got {mime!r}")

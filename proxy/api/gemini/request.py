@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.api.gemini.contents import to_messages
-from proxy.api.gemini.schema import bad, to_json_schema
+from proxy.api.gemini.schema import bad, camel, to_json_schema
 from proxy.errors import ApiError
 from proxy.types import JSON, ChatRequest, ToolDef
 
@@ -43,6 +43,7 @@ def to_chat(body: Any, model: str, *, stream: bool) -> Translated:
     """Translate a decoded body for `model` into the chat request the flow takes."""
     if not isinstance(body, dict):
         raise ApiError(400, "the request body must be a JSON object", code="invalid_argument")
+    body = camel(body)
     contents = body.get("contents")
     if not isinstance(contents, list) or not contents:
         raise bad("contents", "must be a non-empty list of Content")
@@ -68,7 +69,7 @@ def _config(body: JSON, key: str) -> JSON:
         return {}
     if not isinstance(value, dict):
         raise bad(key, "must be an object")
-    return value
+    return camel(value)
 
 
 def _system_text(system: Any) -> str:
@@ -99,7 +100,7 @@ def split_tools(tools: Any) -> tuple[list[ToolDef], int]:
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             raise bad(f"tools[{i}]", "a Tool must be an object")
-        for key, value in tool.items():
+        for key, value in camel(tool).items():
             if key == "functionDeclarations":
                 if not isinstance(value, list):
                     raise bad(f"tools[{i}].{key}", "must be a list")
@@ -113,6 +114,7 @@ def split_tools(tools: Any) -> tuple[list[ToolDef], int]:
 def _declaration(decl: Any, where: str) -> ToolDef:
     if not isinstance(decl, dict):
         raise bad(where, "a FunctionDeclaration must be an object")
+    decl = camel(decl)
     name = decl.get("name")
     if not isinstance(name, str) or not name:
         raise bad(f"{where}.name", "a function needs a name")
@@ -137,6 +139,7 @@ def _add_tools(chat: ChatRequest, tools: list[ToolDef], config: Any) -> None:
         config = {}
     if not isinstance(config, dict):
         raise bad("toolConfig.functionCallingConfig", "must be an object")
+    config = camel(config)
     mode = config.get("mode", "MODE_UNSPECIFIED")
     if mode not in _MODES:
         raise bad("toolConfig.functionCallingConfig.mode",
@@ -203,6 +206,7 @@ def _add_thinking(chat: ChatRequest, thinking: Any) -> bool:
         return False
     if not isinstance(thinking, dict):
         raise bad("generationConfig.thinkingConfig", "must be an object")
+    thinking = camel(thinking)
     level, budget = thinking.get("thinkingLevel"), thinking.get("thinkingBudget")
     if level is not None:
         if level not in _LEVELS:

@@ -28,10 +28,28 @@ def bad(field: str, message: str) -> ApiError:
                     code="invalid_argument")
 
 
+def camel(obj: JSON) -> JSON:
+    """`obj` with its snake_case keys as the API's lowerCamelCase ones, one level deep.
+
+    Google's JSON parser takes a message's fields under either name (proto3 JSON), and
+    the google-genai SDK sends some nested ones in snake_case (`thinkingConfig:
+    {"include_thoughts": ...}`); applied only to the API's own objects, never to what
+    they carry (a call's `args`, a property's name)."""
+    if not any("_" in key for key in obj):
+        return obj
+    return {_camel(key): value for key, value in obj.items()}
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest) if head else key
+
+
 def to_json_schema(schema: Any, field: str) -> JSON:
     """`schema` (the Schema dialect) as JSON Schema; `field` names it in a 400."""
     if not isinstance(schema, dict):
         raise bad(field, "a Schema must be an object")
+    schema = camel(schema)
     out: JSON = {k: v for k, v in schema.items() if k not in _DROPPED}
     kind = _type(schema.get("type"), f"{field}.type")
     for key in _COUNTS:

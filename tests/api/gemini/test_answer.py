@@ -6,6 +6,7 @@ after the start ends with an error chunk, never a finish."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import orjson
@@ -102,7 +103,7 @@ def _answer_chunks(pieces: list[tuple[str, Any]], finish: str) -> list[Chunk]:
 
 def _batches(chunks: list[Chunk], cuts: list[int]) -> list[list[Chunk]]:
     edges = sorted({0, len(chunks), *(c % (len(chunks) + 1) for c in cuts)})
-    return [chunks[a:b] for a, b in zip(edges, edges[1:])]
+    return [chunks[a:b] for a, b in pairwise(edges)]
 
 
 def _parts_of(responses: list[dict[str, Any]], kind: str) -> Any:

@@ -213,3 +213,29 @@ def test_any_body_translates_or_is_a_400(body: Any) -> None:
         to_chat(body, "m", stream=False)
     except ApiError as exc:
         assert exc.status == 400
+
+
+def test_snake_case_field_names_as_the_sdk_sends_some() -> None:
+    # google-genai 3.x sends `thinkingConfig: {"include_thoughts": ..., "thinking_budget": ...}`;
+    # Google's parser takes either name of a field (proto3 JSON). Carried data stays as sent.
+    translated = to_chat({"contents": [
+        {"role": "model", "parts": [{"function_call": {"name": "f", "args": {"a_b": 1}}}]},
+        {"role": "user", "parts": [{"function_response": {"name": "f", "response": {}}},
+                                   {"inline_data": {"mime_type": "image/png", "data": "AA=="}}]}],
+        "system_instruction": {"parts": [{"text": "sys"}]},
+        "tools": [{"function_declarations": [{"name": "f", "parameters": {
+            "type": "OBJECT", "properties": {"snake_name": {"type": "ARRAY", "min_items": "1",
+                                                            "items": {"type": "STRING"}}}}}]}],
+        "tool_config": {"function_calling_config": {"mode": "ANY",
+                                                    "allowed_function_names": ["f"]}},
+        "generation_config": {"max_output_tokens": 9, "thinking_config": {
+            "include_thoughts": True, "thinking_budget": 20000}}}, "m", stream=False)
+    chat = translated.chat
+    assert translated.thoughts and chat["reasoning_effort"] == "high"
+    assert chat["messages"][0] == {"role": "system", "content": "sys"}
+    assert chat["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"a_b":1}'
+    assert chat["messages"][3]["content"][0]["image_url"]["url"].startswith("data:image/png")
+    assert chat["tools"][0]["function"]["parameters"]["properties"] == {
+        "snake_name": {"type": "array", "minItems": 1, "items": {"type": "string"}}}
+    assert chat["tool_choice"] == {"type": "function", "function": {"name": "f"}}
+    assert chat["max_tokens"] == 9
