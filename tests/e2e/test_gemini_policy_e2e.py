@@ -258,6 +258,18 @@ def test_not_json_and_unknown_method(proxy_url: str) -> None:
         assert answer.json()["error"]["status"] == "NOT_FOUND"
 
 
+def test_a_long_model_name_is_refused(client: genai.Client, fake: FakeOllama) -> None:
+    long = "m" * 300 + "-TAIL-MARKER"
+    for call in (lambda: client.models.generate_content(model=long, contents="hi",
+                                                        config=_config()),
+                 lambda: client.models.get(model=long)):
+        with pytest.raises(errors.ClientError) as info:
+            call()
+        assert info.value.code == 400 and info.value.status == "INVALID_ARGUMENT"
+        assert "TAIL-MARKER" not in (info.value.message or "")
+    assert fake.requests == []
+
+
 def test_sdk_raises_client_error_for_a_bad_request(client: genai.Client) -> None:
     with pytest.raises(errors.ClientError) as info:
         client.models.generate_content(model="qwen3:8b", contents="hi",

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from proxy.api.failures import answer_or_error
 from proxy.api.gemini.errors import render
 from proxy.api.passthrough import forward, list_models
-from proxy.errors import ApiError
+from proxy.errors import ApiError, check_model_name
 from proxy.flow.exchange import Exchange
 from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services
@@ -72,6 +72,7 @@ async def _list(ex: Exchange) -> Response:
 
 async def _one(ex: Exchange, model: str) -> Response:
     model = model.removeprefix("models/")
+    check_model_name(model)
     await _models(ex)
     if not ex.svc.knows(model):
         raise ApiError(404, f"models/{model} is not found: no upstream of this toolshim "

@@ -30,7 +30,7 @@ from proxy.api.gemini.request import Translated, to_chat
 from proxy.api.hostile import MAX_DEPTH, containers_at_most
 from proxy.api.relay import SseResponse, SseWriter
 from proxy.backends.context import estimate_tokens
-from proxy.errors import ApiError
+from proxy.errors import ApiError, check_model_name
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.observability.telemetry import RequestRecord
@@ -55,6 +55,7 @@ async def _handle(ex: Exchange, target: tuple[str, str] | None) -> Response:
         raise ApiError(404, f"{ex.request.url.path!r} names no model method this server "
                        "has (generateContent, streamGenerateContent, countTokens)")
     model, method = target
+    check_model_name(model)
     raw = await read_body(ex.request, ex.svc.settings.max_body_bytes)
     stream = method == "streamGenerateContent"
     translated = to_chat(_decode(raw), model, stream=stream)
