@@ -25,8 +25,8 @@ import pytest
 # The agents tier's scripted model; the tier skips this file where it is not there.
 scripted = pytest.importorskip("support.scripted_model")
 
-from support.fake_ollama import FakeOllama  # noqa: E402
-from support.servers import free_port, serve, wait_until_ok  # noqa: E402
+from support.fake_ollama import FakeOllama
+from support.servers import free_port, serve, wait_until_ok
 
 pytestmark = pytest.mark.agents
 
