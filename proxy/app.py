@@ -158,7 +158,8 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
                    protect_metrics=settings.protect_metrics, telemetry=telemetry,
                    body_timeout=settings.client_timeout,
                    hot={"/v1/chat/completions": chat_completions,
-                        "/v1/responses": create_response})
+                        "/v1/responses": create_response},
+                   hot_prefixes={"/v1beta/models/": model_method, "/v1/models/": model_method})
     app = _EdgedStarlette(edge, routes=routes, lifespan=lifespan,
                           exception_handlers={HTTPException: _http_error, ApiError: _api_error,
                                               Exception: _unexpected})

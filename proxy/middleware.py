@@ -108,7 +108,8 @@ class Edge:
     def __init__(self, app: ASGIApp, *, drain: Drain, keys: Sequence[str] = (),
                  protect_metrics: bool = False, telemetry: Telemetry | None = None,
                  body_timeout: float = 60.0,
-                 hot: Mapping[str, Endpoint] | None = None) -> None:
+                 hot: Mapping[str, Endpoint] | None = None,
+                 hot_prefixes: Mapping[str, Endpoint] | None = None) -> None:
         self.app = app
         self.drain = drain
         self.keys = [k.encode() for k in keys]
@@ -118,6 +119,9 @@ class Edge:
         self.body_timeout = body_timeout
         self.hot = dict(hot or {})
         """POST path -> endpoint, served without Starlette's router."""
+        self.hot_prefixes = tuple((hot_prefixes or {}).items())
+        """POST path prefix -> endpoint taking the rest of the path as `rest` (the Gemini
+        door's `models/{model}:{method}`), likewise."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -184,6 +188,8 @@ class Edge:
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send,
                         progress: _Progress) -> None:
         endpoint = self.hot.get(scope["path"]) if scope["method"] == "POST" else None
+        if endpoint is None and scope["method"] == "POST":
+            endpoint = self._by_prefix(scope)
         if endpoint is None or scope.get("root_path"):
             await self.app(scope, receive, send)
             return
@@ -197,6 +203,14 @@ class Edge:
             if progress.started:
                 raise  # mid-body: the server closes the connection
             await internal_error()(scope, receive, send)
+
+    def _by_prefix(self, scope: Scope) -> Endpoint | None:
+        path = scope["path"]
+        for prefix, endpoint in self.hot_prefixes:
+            if path.startswith(prefix):
+                scope["path_params"] = {"rest": path[len(prefix):]}
+                return endpoint
+        return None
 
     def _timed(self, scope: Scope, receive: Receive) -> Receive:
         """`receive` with the body deadline: past it, a disconnect, and the request marked.
