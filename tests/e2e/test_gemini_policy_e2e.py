@@ -423,3 +423,18 @@ def test_models_listing_in_gemini_shape(proxy_url: str, client: genai.Client,
     # OpenAI clients still get OpenAI's listing on the path both APIs share
     openai_shape = httpx.get(proxy_url + "/v1/models").json()
     assert openai_shape["object"] == "list" and "models" not in openai_shape
+
+
+def test_a_hostile_body_is_a_400_never_a_crash(proxy_url: str, fake: FakeOllama) -> None:
+    # a Schema nested past any sane depth (written by hand: orjson stops at 255 levels)
+    deep = b'{"type":"OBJECT","properties":{"a":' * 5000 + b'{"type":"STRING"}' + b"}}" * 5000
+    tools = b'{"contents":[{"parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[' \
+        b'{"name":"f","parameters":' + deep + b"}]}]}"
+    for body in (tools, orjson.dumps({"contents": [{"parts": [{"text": "x"}]}, [[[[]]]]]}),
+                 b"[1, 2, 3]", b'"contents"'):
+        answer = httpx.post(proxy_url + "/v1beta/models/qwen3:8b:generateContent",
+                            content=body)
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"]["status"] == "INVALID_ARGUMENT"
+    assert fake.chat_requests() == []
+    assert httpx.get(proxy_url + "/healthz").status_code == 200
