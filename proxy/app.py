@@ -36,7 +36,7 @@ from proxy.middleware import Drain, Edge, bearer_allowed
 from proxy.observability.logs import quiet_intended_cuts
 from proxy.observability.metrics import CONTENT_TYPE
 from proxy.observability.redact import Redactor
-from proxy.observability.startup import freeze_startup_heap, log_upstream_kind, startup_line
+from proxy.observability.startup import announce_upstreams, freeze_startup_heap, startup_line
 from proxy.observability.telemetry import Telemetry
 from proxy.server_tools.host import ToolHost
 from proxy.services import Services
@@ -114,9 +114,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
         startup_line(settings, svc.store.capabilities(), log)
         svc.server_tools = ToolHost()  # MCP servers start here, follow reloads per request
         svc.server_tools.sync(svc.store.capabilities().server_tools)
-        for upstream in svc.upstreams.values():
-            if settings.kind_for(upstream.root) is None:  # a set kind is not asked about
-                svc.spawn(log_upstream_kind(upstream, log))
+        svc.spawn(announce_upstreams(svc.ollama, list(svc.upstreams.values()), settings, log))
         if serving:
             freeze_startup_heap()
         try:
@@ -157,6 +155,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
     edge = partial(Edge, drain=drain, keys=settings.api_keys,
                    protect_metrics=settings.protect_metrics, telemetry=telemetry,
                    body_timeout=settings.client_timeout,
+                   admin_keys=settings.admin_keys, allowed_hosts=settings.allowed_hosts,
                    hot={"/v1/chat/completions": chat_completions,
                         "/v1/responses": create_response},
                    hot_prefixes={"/v1beta/models/": model_method, "/v1/models/": model_method})
@@ -207,7 +206,7 @@ async def readyz(request: Request) -> Response:
         body["redis"] = svc.state.status()
     status = 200 if fresh else 503
     body["status"] = "ready" if fresh else "no upstream answered"
-    keys = [k.encode() for k in svc.settings.api_keys]
+    keys = [k.encode() for k in (*svc.settings.api_keys, *svc.settings.admin_keys)]
     if keys and not bearer_allowed(request.headers.get("authorization", ""), keys):
         # Anyone may ask whether it is ready; paths, URLs and parse errors need a key.
         body = {"status": body["status"],

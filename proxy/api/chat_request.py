@@ -94,8 +94,9 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def _too_large(limit: int) -> ApiError:
-    return ApiError(413, f"request body is larger than the limit of {limit} bytes",
-                    code="request_too_large")
+    # Named as the operator sets it: the client's reader may be the one who runs toolshim.
+    return ApiError(413, f"request body is larger than the limit of {limit} bytes "
+                    "(--max-body-bytes / TOOLSHIM_MAX_BODY_BYTES)", code="request_too_large")
 
 
 def parse_chat_request(raw: bytes) -> ChatRequest:

@@ -13,6 +13,7 @@ callers'.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ssl
 import time
@@ -235,16 +236,27 @@ life (routing), so a backend cannot grow that table past this per listing."""
 
 
 async def fetch_listing(upstream: Upstream) -> list[dict[str, Any]] | None:
-    """An upstream's /v1/models `data`; Ollama says `"data": null` when it has none."""
+    """An upstream's /v1/models `data`; Ollama says `"data": null` when it has none.
+
+    Sent as the chat path sends (`send`): a name the listing lacks makes toolshim list
+    again, so this runs often, and httpx's own `client.get` leaves each response in a
+    reference cycle (its bound stream holds the response) for the collector."""
+    headers = {"accept": "application/json", "accept-encoding": "identity"}
+    if upstream.api_key:
+        headers["authorization"] = f"Bearer {upstream.api_key}"
     try:
-        response = await upstream.client.get(upstream.url("/v1/models"),
-                                             timeout=_LISTING_TIMEOUT)
-    except httpx.HTTPError:  # any transport failure: this upstream just has no listing now
+        async with asyncio.timeout(_LISTING_TIMEOUT):
+            response = await send(upstream, "GET", "/v1/models", content=None, headers=headers)
+            try:
+                body = await read_whole(response, upstream.root)
+            finally:
+                await response.aclose()
+    except (ApiError, TimeoutError, httpx.HTTPError):  # this upstream has no listing now
         return None
     if response.status_code != 200:
         return None
     try:
-        data = orjson.loads(response.content).get("data")
+        data = orjson.loads(body).get("data")
     except (orjson.JSONDecodeError, AttributeError):
         return None
     if not isinstance(data, list):
