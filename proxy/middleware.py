@@ -47,7 +47,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from proxy.api.client_timeouts import BODY_IN, TIMED_OUT
 from proxy.api.gemini.errors import AUTH_MESSAGE as GEMINI_AUTH_MESSAGE
-from proxy.api.gemini.errors import envelope as gemini_envelope
 from proxy.errors import error_body, internal_error
 from proxy.observability.telemetry import RequestRecord, Telemetry
 from proxy.origins import SAFE_METHODS, host_allowed, on_loopback, refusal_body, same_origin
@@ -320,8 +319,9 @@ class Edge:
     async def _refuse(self, scope: Scope, request_id: str, send: Send, status: int,
                       code: str, message: str,
                       headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
-        body = orjson.dumps(gemini_envelope(status, message)) if _from_gemini_client(scope) \
-            else refusal_body(scope["path"], status, message, code)
+        # A Gemini API client on a path both APIs share gets Google's envelope too.
+        body = refusal_body("/v1beta" if _from_gemini_client(scope) else scope["path"],
+                            status, message, code)
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), *headers]})
         await send({"type": "http.response.body", "body": body})
