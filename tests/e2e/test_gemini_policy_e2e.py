@@ -438,3 +438,14 @@ def test_a_hostile_body_is_a_400_never_a_crash(proxy_url: str, fake: FakeOllama)
         assert answer.json()["error"]["status"] == "INVALID_ARGUMENT"
     assert fake.chat_requests() == []
     assert httpx.get(proxy_url + "/healthz").status_code == 200
+
+
+def test_a_cross_site_post_is_refused_in_googles_envelope(proxy_url: str,
+                                                          fake: FakeOllama) -> None:
+    # A web page in the user's browser must not act through this door either.
+    answer = httpx.post(proxy_url + "/v1beta/models/qwen3:8b:generateContent", json=HI,
+                        headers={"origin": "https://evil.example",
+                                 "sec-fetch-site": "cross-site"})
+    assert answer.status_code == 403
+    assert answer.json()["error"]["status"] == "PERMISSION_DENIED"
+    assert fake.chat_requests() == []
