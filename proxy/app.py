@@ -20,7 +20,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from proxy.api.admin import admin_capabilities
-from proxy.api.passthrough import forward, list_models
+from proxy.api.gemini.models import any_models, one_model
+from proxy.api.gemini.route import model_method
+from proxy.api.passthrough import forward
 from proxy.api.responses_route import create_response, delete_response, get_response
 from proxy.api.responses_store import ResponsesStore
 from proxy.backends.egress import egress_plan
@@ -129,7 +131,13 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
 
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/v1/models", list_models, methods=["GET"]),
+        # GET /v1/models answers OpenAI clients and, by their marks, Gemini API clients.
+        Route("/v1/models", any_models, methods=["GET"]),
+        Route("/v1/models/{rest:path}", model_method, methods=["POST"]),
+        Route("/v1/models/{rest:path}", one_model, methods=["GET"]),
+        Route("/v1beta/models", any_models, methods=["GET"]),
+        Route("/v1beta/models/{rest:path}", model_method, methods=["POST"]),
+        Route("/v1beta/models/{rest:path}", one_model, methods=["GET"]),
         Route("/v1/responses", create_response, methods=["POST"]),
         Route("/v1/responses/{response_id}", get_response, methods=["GET"]),
         Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]),
@@ -149,7 +157,8 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
                    body_timeout=settings.client_timeout,
                    admin_keys=settings.admin_keys, allowed_hosts=settings.allowed_hosts,
                    hot={"/v1/chat/completions": chat_completions,
-                        "/v1/responses": create_response})
+                        "/v1/responses": create_response},
+                   hot_prefixes={"/v1beta/models/": model_method, "/v1/models/": model_method})
     app = _EdgedStarlette(edge, routes=routes, lifespan=lifespan,
                           exception_handlers={HTTPException: _http_error, ApiError: _api_error,
                                               Exception: _unexpected})

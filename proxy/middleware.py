@@ -37,6 +37,7 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from urllib.parse import parse_qs
 
 import anyio
 import orjson
@@ -45,6 +46,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from proxy.api.client_timeouts import BODY_IN, TIMED_OUT
+from proxy.api.gemini.errors import AUTH_MESSAGE as GEMINI_AUTH_MESSAGE
 from proxy.errors import error_body, internal_error
 from proxy.observability.telemetry import RequestRecord, Telemetry
 from proxy.origins import SAFE_METHODS, host_allowed, on_loopback, refusal_body, same_origin
@@ -55,6 +57,8 @@ log = logging.getLogger("toolshim")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 OVERHEAD_HEADER = b"x-toolshim-overhead-ms"
 _REQUEST_ID = b"x-request-id"
+_GEMINI_DOORS = ("/v1beta", "/v1/models")
+"""where the Gemini API's own key forms are accepted (under /v1/ only the model paths)."""
 _READ = frozenset({_REQUEST_ID, b"authorization", b"host", b"origin", b"sec-fetch-site"})
 """the request headers the edge reads."""
 _HOSTS_REMEMBERED = 64
@@ -118,6 +122,7 @@ class Edge:
                  protect_metrics: bool = False, telemetry: Telemetry | None = None,
                  body_timeout: float = 60.0,
                  hot: Mapping[str, Endpoint] | None = None,
+                 hot_prefixes: Mapping[str, Endpoint] | None = None,
                  admin_keys: Sequence[str] = (), allowed_hosts: Sequence[str] = ()) -> None:
         self.app = app
         self.drain = drain
@@ -132,6 +137,9 @@ class Edge:
         self.body_timeout = body_timeout
         self.hot = dict(hot or {})
         """POST path -> endpoint, served without Starlette's router."""
+        self.hot_prefixes = tuple((hot_prefixes or {}).items())
+        """POST path prefix -> endpoint taking the rest of the path as `rest` (the Gemini
+        door's `models/{model}:{method}`), likewise."""
         self.any_host = "*" in allowed_hosts
         self.extra_hosts = frozenset(h.encode() for h in allowed_hosts)
         self.hosts_ok: set[bytes] = set()
@@ -220,6 +228,8 @@ class Edge:
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send,
                         progress: _Progress) -> None:
         endpoint = self.hot.get(scope["path"]) if scope["method"] == "POST" else None
+        if endpoint is None and scope["method"] == "POST":
+            endpoint = self._by_prefix(scope)
         if endpoint is None or scope.get("root_path"):
             await self.app(scope, receive, send)
             return
@@ -233,6 +243,14 @@ class Edge:
             if progress.started:
                 raise  # mid-body: the server closes the connection
             await internal_error()(scope, receive, send)
+
+    def _by_prefix(self, scope: Scope) -> Endpoint | None:
+        path = scope["path"]
+        for prefix, endpoint in self.hot_prefixes:
+            if path.startswith(prefix):
+                scope["path_params"] = {"rest": path[len(prefix):]}
+                return endpoint
+        return None
 
     def _timed(self, scope: Scope, receive: Receive) -> Receive:
         """`receive` with the body deadline: past it, a disconnect, and the request marked.
@@ -284,7 +302,8 @@ class Edge:
                                    "(--admin-key)")
                 return False
         elif path.startswith(self.protected):
-            if not self.keys or bearer_allowed(authorization, self.keys):
+            if not self.keys or bearer_allowed(authorization, self.keys) \
+                    or google_key_allowed(scope, self.keys):
                 return True
         elif not (path.startswith("/metrics") and self.metrics_keys) \
                 or bearer_allowed(authorization, self.metrics_keys):
@@ -292,6 +311,7 @@ class Edge:
         # The message never repeats what was sent: a mistyped key stays out of
         # client logs and screenshots.
         await self._refuse(scope, request_id, send, 401, "invalid_api_key",
+                           GEMINI_AUTH_MESSAGE if _from_gemini_client(scope) else
                            f"Invalid or missing API key. {_KEY_HINT}",
                            [(b"www-authenticate", b"Bearer")])
         return False
@@ -299,7 +319,9 @@ class Edge:
     async def _refuse(self, scope: Scope, request_id: str, send: Send, status: int,
                       code: str, message: str,
                       headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
-        body = refusal_body(scope["path"], status, message, code)
+        # A Gemini API client on a path both APIs share gets Google's envelope too.
+        body = refusal_body("/v1beta" if _from_gemini_client(scope) else scope["path"],
+                            status, message, code)
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), *headers]})
         await send({"type": "http.response.body", "body": body})
@@ -309,6 +331,35 @@ class Edge:
             endpoint = "chat.completions" if path == "chat/completions" else path
             self.telemetry.request_done(RequestRecord(
                 request_id, endpoint, status=status, error=_LOGGED[code]))
+
+
+def is_gemini_path(path: str) -> bool:
+    return path.startswith(_GEMINI_DOORS)
+
+
+def _from_gemini_client(scope: Scope) -> bool:
+    """Refused in Google's envelope: the Gemini door, or a Gemini API client (the SDKs
+    and Gemini CLI send x-goog-api-key or x-goog-api-client) on a path both APIs share."""
+    return scope["path"].startswith("/v1beta") or is_gemini_path(scope["path"]) and any(
+        k.startswith(b"x-goog-") for k, _ in scope["headers"])
+
+
+def google_key_allowed(scope: Scope, keys: Sequence[bytes]) -> bool:
+    """On the Gemini door, the key as `x-goog-api-key` (Gemini CLI, the SDKs) or as
+    `?key=` (the API's query parameter), compared as `bearer_allowed` compares."""
+    if not is_gemini_path(scope["path"]):
+        return False
+    given = next((v for k, v in scope["headers"] if k == b"x-goog-api-key"), None)
+    if given is None:
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        values = query.get("key")
+        given = values[0].encode("latin-1") if values else None
+    if given is None:
+        return False
+    ok = False
+    for key in keys:  # every key, without stopping early: constant time per key
+        ok |= hmac.compare_digest(given.strip(), key)
+    return ok
 
 
 def _cross_origin(scope: Scope, origin: bytes | None, fetch_site: bytes | None,

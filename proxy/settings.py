@@ -172,6 +172,16 @@ def upstream_root(url: str) -> str:
     return url.removesuffix("/v1")
 
 
+def api_url(root: str, path: str) -> str:
+    """`root` + an OpenAI API path (`/v1/chat/completions`). A base that ends in `/openai`
+    is an OpenAI-compatible API mounted under its own version (Google's
+    `https://generativelanguage.googleapis.com/v1beta/openai`, whose chat endpoint is
+    `…/openai/chat/completions`): its paths come without `/v1`."""
+    if root.endswith("/openai") and path.startswith("/v1/"):
+        return root + path[3:]
+    return root + path
+
+
 # flag dest -> environment variable; the names are a public contract.
 ENV_NAMES: Mapping[str, str] = {
     "host": "TOOLSHIM_HOST",

@@ -25,7 +25,7 @@ from proxy.backends.probe_failures import (
 from proxy.backends.refusals import classify_refusal
 from proxy.capabilities.store import CapabilityStore
 from proxy.flow.learning import facts_from
-from proxy.settings import redact_url
+from proxy.settings import api_url, redact_url
 from proxy.types import JSON, Observation
 
 _PROBE_TOOL: JSON = {
@@ -69,7 +69,7 @@ async def probe_request(
         "max_tokens": 16,
         "stream": False,
     }
-    url = f"{root_url}/v1/chat/completions"
+    url = api_url(root_url, "/v1/chat/completions")
     try:
         response = await client.post(url, json=request, timeout=timeout)
     except httpx.HTTPError:
@@ -92,7 +92,7 @@ async def probe_model(client: httpx.AsyncClient, root_url: str, model: str) -> O
 async def list_models(client: httpx.AsyncClient, root_url: str, timeout: float = 5.0) -> list[str] | None:
     """Model ids from GET /v1/models; None when the upstream can't be listed."""
     try:
-        response = await client.get(f"{root_url}/v1/models", timeout=timeout)
+        response = await client.get(api_url(root_url, "/v1/models"), timeout=timeout)
         data = orjson.loads(response.content) if response.status_code == 200 else None
     except (httpx.HTTPError, orjson.JSONDecodeError):
         return None

@@ -27,7 +27,7 @@ import orjson
 from proxy.backends.egress import Egress
 from proxy.backends.wire import WireTransport
 from proxy.errors import MAX_MODEL_NAME, ApiError
-from proxy.settings import redact_url
+from proxy.settings import api_url, redact_url
 
 # RFC 9110 §7.6.1 hop-by-hop headers, plus what httpx recomputes itself.
 HOP_BY_HOP = frozenset({
@@ -63,7 +63,7 @@ class Upstream:
         """Absolute URL for a path; the fixed API paths are parsed once."""
         found = self.urls.get(path)
         if found is None:
-            found = httpx.URL(self.root + path)
+            found = httpx.URL(api_url(self.root, path))
             if "?" not in path and len(self.urls) < 64:
                 self.urls[path] = found
         return found
@@ -114,6 +114,8 @@ def forward_headers(incoming: Mapping[str, str], upstream: Upstream,
         if lowered == "authorization":
             if client_auth is None:  # the first of a repeated one, as the edge reads it
                 client_auth = value
+        elif lowered == "x-goog-api-key":
+            continue  # the Gemini door's key for toolshim: no chat backend reads it
         elif lowered not in HOP_BY_HOP:
             out[key] = value
         elif lowered == "connection":
@@ -259,7 +261,17 @@ async def fetch_listing(upstream: Upstream) -> list[dict[str, Any]] | None:
         return None
     if not isinstance(data, list):
         return []
-    return [e for e in data[:_MAX_LISTED] if isinstance(e, dict) and _askable(e.get("id"))]
+    entries = (_plain_id(e) for e in data[:_MAX_LISTED] if isinstance(e, dict))
+    return [e for e in entries if _askable(e.get("id"))]
+
+
+def _plain_id(entry: dict[str, Any]) -> dict[str, Any]:
+    """Google's OpenAI-compatible endpoint lists `models/gemini-2.5-flash`; its chat
+    endpoint and every client name the model `gemini-2.5-flash`."""
+    model_id = entry.get("id")
+    if isinstance(model_id, str) and model_id.startswith("models/"):
+        return {**entry, "id": model_id.removeprefix("models/")}
+    return entry
 
 
 def _askable(name: object) -> bool:
