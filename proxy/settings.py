@@ -95,6 +95,8 @@ class Settings(BaseModel):
     """The window Ollama loads a model with when nobody asked for one (num_ctx: auto)."""
     responses_store_size: int = Field(1000, ge=0)
     responses_ttl: float = Field(3600.0, gt=0)
+    aliases: tuple[tuple[str, str], ...] = ()
+    """(model name or glob, served model); over capabilities.yaml's `aliases:`."""
 
     @field_validator("upstreams")
     @classmethod
@@ -167,9 +169,10 @@ ENV_NAMES: Mapping[str, str] = {
     "ollama_default_ctx": "TOOLSHIM_OLLAMA_DEFAULT_CTX",
     "responses_store_size": "TOOLSHIM_RESPONSES_STORE_SIZE",
     "responses_ttl": "TOOLSHIM_RESPONSES_TTL",
+    "aliases": "TOOLSHIM_ALIASES",
 }
 _LISTS = {"upstreams", "api_keys"}
-_PAIRS = {"routes", "upstream_key_envs", "upstream_kinds"}
+_PAIRS = {"routes", "upstream_key_envs", "upstream_kinds", "aliases"}
 _BOOLS = {"protect_metrics", "probe", "log_prompts", "shared_limits"}
 
 
@@ -183,6 +186,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              f"default {DEFAULT_UPSTREAM})")
     add("--route", dest="routes", action="append", metavar="PATTERN=URL",
         help="send models matching PATTERN (glob) to URL; repeatable (TOOLSHIM_ROUTES)")
+    add("--alias", dest="aliases", action="append", metavar="PATTERN=MODEL",
+        help="serve requests for models matching PATTERN (glob, any case) with MODEL; "
+             "repeatable (TOOLSHIM_ALIASES, comma-separated)")
     add("--upstream-key-env", dest="upstream_key_envs", action="append", metavar="URL=ENVVAR",
         help="send the API key from ENVVAR to that upstream (TOOLSHIM_UPSTREAM_KEY_ENVS)")
     add("--capabilities", metavar="PATH",
@@ -295,9 +301,19 @@ def load_settings(args: argparse.Namespace | None = None,
             values["upstream_kinds"] = [
                 (upstream_root(u), k.lower())
                 for u, k in _pairs(values["upstream_kinds"], "an upstream kind")]  # type: ignore[arg-type]
+        if "aliases" in values:
+            values["aliases"] = _aliases(values["aliases"])  # type: ignore[arg-type]
         return Settings.model_validate(values)
     except (ValidationError, ValueError) as exc:
         raise SettingsError(_describe(exc)) from None
+
+
+def _aliases(items: Sequence[str]) -> list[tuple[str, str]]:
+    pairs = _pairs(items, "an alias")
+    for pattern, model in pairs:
+        if any(c in model for c in "*?["):
+            raise SettingsError(f"alias {pattern!r}: must name one model, not a glob: {model!r}")
+    return pairs
 
 
 def _describe(exc: Exception) -> str:
