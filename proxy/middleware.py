@@ -9,9 +9,11 @@ drain's 503 included, carries the request id):
 - drain: each request runs under the shutdown drain's cancel scope; a cut
   response ends cleanly (an SSE error event and `[DONE]`, or a 503);
 - API keys: when configured, /v1/*, /admin/* (and /metrics if asked) need one;
+  the Anthropic door (/v1/messages*) takes it as `x-api-key` too, and refuses
+  in Anthropic's envelope;
 - body deadline: the whole body must arrive within `client_timeout`
   (api/client_timeouts.py has the header deadline);
-- hot routes: POST /v1/chat/completions and /v1/responses go straight to
+- hot routes: POST /v1/chat/completions, /v1/responses and /v1/messages go straight to
   their endpoints; everything else through Starlette's router.
 
 Why one layer and a direct dispatch: four stacked middlewares plus Starlette's
@@ -41,6 +43,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from proxy.api.client_timeouts import BODY_IN, TIMED_OUT
+from proxy.api.messages.errors import AUTH_MESSAGE, envelope
 from proxy.errors import error_body, internal_error
 from proxy.observability.telemetry import RequestRecord, Telemetry
 from proxy.scopes import cancel_scope
@@ -50,6 +53,8 @@ log = logging.getLogger("toolshim")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 OVERHEAD_HEADER = b"x-toolshim-overhead-ms"
 _REQUEST_ID = b"x-request-id"
+_API_KEY = b"x-api-key"
+_ANTHROPIC_DOOR = "/v1/messages"
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -118,13 +123,15 @@ class Edge:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        incoming = authorization = None
+        incoming = authorization = api_key = None
         for key, value in scope["headers"]:  # ASGI header names are lower-case
             # The first of a repeated header counts, as forward_headers has it.
             if key == _REQUEST_ID and incoming is None:
                 incoming = value.decode("latin-1")
             elif key == b"authorization" and authorization is None:
                 authorization = value.decode("latin-1")
+            elif key == _API_KEY and api_key is None:
+                api_key = value
         request_id = incoming if incoming and _SAFE_ID.match(incoming) else os.urandom(16).hex()
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
@@ -160,7 +167,7 @@ class Edge:
             await _end_cut(edge_send, progress)
             return
         if self.keys and scope["path"].startswith(self.protected) \
-                and not bearer_allowed(authorization or "", self.keys):
+                and not self._allowed(scope["path"], authorization, api_key):
             await self._refuse(scope, request_id, edge_send)
             return
         guard = self.drain.watch()
@@ -220,12 +227,22 @@ class Edge:
 
         return timed_receive
 
+    def _allowed(self, path: str, authorization: str | None, api_key: bytes | None) -> bool:
+        if bearer_allowed(authorization or "", self.keys):
+            return True
+        # Claude Code sends ANTHROPIC_API_KEY as x-api-key (ANTHROPIC_AUTH_TOKEN as Bearer).
+        return api_key is not None and path.startswith(_ANTHROPIC_DOOR) \
+            and key_allowed(api_key.strip(), self.keys)
+
     async def _refuse(self, scope: Scope, request_id: str, send: Send) -> None:
         # The message never repeats what was sent: a mistyped key stays out of
         # client logs and screenshots.
-        body = orjson.dumps(error_body("Invalid or missing API key. Send it as "
-                                       "'Authorization: Bearer <key>'.", 401,
-                                       code="invalid_api_key"))
+        if scope["path"].startswith(_ANTHROPIC_DOOR):
+            body = orjson.dumps(envelope(401, AUTH_MESSAGE, request_id))
+        else:
+            body = orjson.dumps(error_body("Invalid or missing API key. Send it as "
+                                           "'Authorization: Bearer <key>'.", 401,
+                                           code="invalid_api_key"))
         await send({"type": "http.response.start", "status": 401,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"www-authenticate", b"Bearer")]})
@@ -241,12 +258,16 @@ class Edge:
 def bearer_allowed(header: str, keys: Sequence[bytes]) -> bool:
     """`Authorization: Bearer <one of keys>`, compared in constant time per key."""
     scheme, _, token = header.partition(" ")
-    given = token.strip().encode()
-    # Compare against every key, without stopping early: constant time per key.
+    return key_allowed(token.strip().encode(), keys) and scheme.lower() == "bearer"
+
+
+def key_allowed(given: bytes, keys: Sequence[bytes]) -> bool:
+    """`given` is one of `keys`: compared against every key, without stopping early
+    (constant time per key)."""
     ok = False
     for key in keys:
         ok |= hmac.compare_digest(given, key)
-    return ok and scheme.lower() == "bearer"
+    return ok
 
 
 class _Progress:

@@ -118,7 +118,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     # A `$ref` needs a '$' (plain or escaped), and growing past the expansion budget
     # needs that many containers: otherwise neither tool-schema check can fire.
     if raw.find(b"$") >= 0 or raw.find(b"\\u0024") >= 0 or brackets > MAX_EXPANDED:
-        _check_tool_refs(body)
+        check_tool_refs(body)
     return body
 
 
@@ -129,7 +129,7 @@ def check_walkable(body: object) -> None:
                        code="too_deeply_nested")
 
 
-def _check_tool_refs(body: ChatRequest) -> None:
+def check_tool_refs(body: ChatRequest) -> None:
     for index, tool in enumerate(body.get("tools") or []):
         parameters = tool["function"].get("parameters")
         name = tool["function"]["name"]

@@ -84,11 +84,14 @@ def forward_headers(incoming: Mapping[str, str], upstream: Upstream,
     out: dict[str, str] = {}
     named: set[str] = set()
     client_auth = None
+    keep_api_key = keep_client_auth and not upstream.api_key
     for key, value in incoming.items():
         lowered = key.lower()
         if lowered == "authorization":
             if client_auth is None:  # the first of a repeated one, as the edge reads it
                 client_auth = value
+        elif lowered == "x-api-key" and not keep_api_key:
+            continue  # the Anthropic door's key for toolshim (or the upstream's own is sent)
         elif lowered not in HOP_BY_HOP:
             out[key] = value
         elif lowered == "connection":

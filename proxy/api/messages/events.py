@@ -121,6 +121,14 @@ class MessageBuilder:
         events.append({"type": "message_stop"})
         return events
 
+    def whole(self) -> JSON:
+        """The finished message as one answer: thinking, then text, then tool_use blocks,
+        as the API orders them (the stages may hand a whole answer's held text on after
+        its calls; a stream has already numbered its blocks as they came)."""
+        rank = {"thinking": 0, "text": 1, "tool_use": 2}
+        self.message["content"].sort(key=lambda block: rank[block["type"]])
+        return self.message
+
     def fail(self, error_type: str, message: str) -> list[Event]:
         """A failure after the stream started: the API's `error` event, no message_stop."""
         return [{"type": "error", "error": {"type": error_type, "message": message}}]
@@ -178,7 +186,7 @@ class MessageBuilder:
             if not function.get("name") and open_call:
                 return  # a piece of a call already closed: the flow sends calls whole
             self._close(events)
-            block = {"type": "tool_use", "id": tool_use_id(call.get("id"), self._new_id),
+            block: JSON = {"type": "tool_use", "id": tool_use_id(call.get("id"), self._new_id),
                      "name": function.get("name") or "", "input": {}}
             position = self._start(block, events)
             self._call_index = index

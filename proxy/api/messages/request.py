@@ -13,11 +13,18 @@ them and some reject unknown fields.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, NotRequired
 
 import orjson
-from pydantic import ConfigDict, Field, StrictBool, StrictInt, TypeAdapter, ValidationError
-from pydantic import with_config
+from pydantic import (
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    TypeAdapter,
+    ValidationError,
+    with_config,
+)
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
 from proxy.errors import ApiError
@@ -29,6 +36,8 @@ _HOSTED_BLOCKS = {"server_tool_use", "web_search_tool_result", "web_fetch_tool_r
                   "code_execution_tool_result", "mcp_tool_use", "mcp_tool_result"}
 # The model's own earlier reasoning: accepted, never sent back as text.
 _THINKING_BLOCKS = {"thinking", "redacted_thinking"}
+
+_CHOICES = {"auto": "auto", "any": "required"}
 
 THINKING_EFFORT = ((4096, "low"), (16384, "medium"))
 """`budget_tokens` below each bound -> that reasoning effort; above them, "high"."""
@@ -98,9 +107,14 @@ def to_chat(body: JSON) -> Translated:
     chat: ChatRequest = {"model": body["model"], "messages": messages,
                          "max_tokens": body["max_tokens"]}
     tools, stripped = split_tools(body.get("tools") or [])
+    choice, parallel = tool_choice(body.get("tool_choice"),
+                                   {t["function"]["name"] for t in tools})
     if tools:
         chat["tools"] = tools
-        _add_choice(chat, body.get("tool_choice"), {t["function"]["name"] for t in tools})
+        if choice is not None:
+            chat["tool_choice"] = choice
+        if parallel is not None:
+            chat["parallel_tool_calls"] = parallel
     stops = tuple(body.get("stop_sequences") or ())
     if stops:
         chat["stop"] = list(stops)
@@ -287,26 +301,27 @@ def split_tools(tools: list[Any]) -> tuple[list[ToolDef], int]:
     return kept, len(tools) - len(kept)
 
 
-def _add_choice(chat: ChatRequest, choice: JSON | None, names: set[str]) -> None:
+def tool_choice(choice: JSON | None, names: set[str]) -> tuple[Any, bool | None]:
+    """Messages tool_choice -> chat's `tool_choice` and `parallel_tool_calls` (None: not
+    set). Checked even when no tool is left, so a malformed one is always a 400."""
     if choice is None:
-        return
-    kind: Literal["auto", "any", "tool", "none"] | Any = choice.get("type")
-    if kind == "auto":
-        chat["tool_choice"] = "auto"
-    elif kind == "any":
-        chat["tool_choice"] = "required"
-    elif kind == "none":
-        chat["tool_choice"] = "none"
-        return
-    elif kind == "tool":
+        return None, None
+    kind = choice.get("type")
+    if kind == "none":
+        return "none", None
+    if kind == "tool":
         name = choice.get("name")
-        if not isinstance(name, str) or name not in names:
-            raise bad("tool_choice.name", f"no tool named {name!r} among the tools")
-        chat["tool_choice"] = {"type": "function", "function": {"name": name}}
+        if not isinstance(name, str) or not name:
+            raise bad("tool_choice.name", "a tool choice needs the tool's name")
+        # A hosted tool's name: it was removed, and the choice goes with it.
+        value: Any = {"type": "function", "function": {"name": name}} \
+            if name in names else None
+    elif kind in _CHOICES:
+        value = _CHOICES[kind]
     else:
         raise bad("tool_choice.type", f"must be auto, any, tool or none; got {kind!r}")
-    if choice.get("disable_parallel_tool_use") is True:
-        chat["parallel_tool_calls"] = False
+    parallel = False if choice.get("disable_parallel_tool_use") is True else None
+    return value, parallel
 
 
 def _add_thinking(chat: ChatRequest, thinking: JSON | None) -> bool:
