@@ -449,7 +449,7 @@ def test_alias_serves_claude_names(fake: FakeOllama, caps_path: Path,
     assert raw.parse().model == "claude-sonnet-9-1"  # the name the client asked for
     assert haiku.content[0].text == "Hello from gemma3:4b"  # the most specific glob
     assert [r["model"] for r in fake.chat_requests()] == ["qwen3:8b", "gemma3:4b"]
-    line = [r for r in request_lines(caplog) if r.get("endpoint") == "messages"][0]
+    line = next(r for r in request_lines(caplog) if r.get("endpoint") == "messages")
     assert (line["model"], line["alias"]) == ("qwen3:8b", "claude-sonnet-9-1")
     aliases = {m["id"]: m["toolshim"]["alias_for"] for m in listed if "alias_for" in
                m.get("toolshim", {})}

@@ -97,13 +97,19 @@ def validate(body: Any) -> JSON:
 def to_chat(body: JSON) -> Translated:
     """Translate a validated body into the chat request the flow takes."""
     messages: list[Message] = []
-    system = system_text(body.get("system"))
-    if system:
-        messages.append({"role": "system", "content": system})
+    system = [system_text(body.get("system"))]
     for i, message in enumerate(body["messages"]):
+        if isinstance(message, dict) and message.get("role") == "system":
+            # Claude Code sends system turns mid-conversation; many chat templates refuse
+            # a system message that is not first, so their text joins the system prompt.
+            system.append(_system_turn(message, f"messages.{i}"))
+            continue
         messages.extend(_message(message, f"messages.{i}"))
-    if len(messages) == (1 if system else 0):
+    if not messages:
         raise bad("messages", "there is nothing to answer")
+    joined = "\n\n".join(text for text in system if text)
+    if joined:
+        messages.insert(0, {"role": "system", "content": joined})
     chat: ChatRequest = {"model": body["model"], "messages": messages,
                          "max_tokens": body["max_tokens"]}
     tools, stripped = split_tools(body.get("tools") or [])
@@ -144,10 +150,19 @@ def system_text(system: Any) -> str:
 # --- messages ----------------------------------------------------------------
 
 
+def _system_turn(message: JSON, where: str) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return system_text(content) if content else ""
+    raise bad(f"{where}.content", "must be a string or a list of text blocks")
+
+
 def _message(message: JSON, where: str) -> list[Message]:
     role = message.get("role")
     if role not in ("user", "assistant"):
-        raise bad(f"{where}.role", f"must be user or assistant, got {role!r}")
+        raise bad(f"{where}.role", f"must be user, assistant or system, got {role!r}")
     content = message.get("content")
     if isinstance(content, str):
         return [{"role": role, "content": content}]
