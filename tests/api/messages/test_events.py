@@ -4,6 +4,7 @@ makes the same message, and every delta belongs to a started, unstopped block.""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import orjson
@@ -149,7 +150,7 @@ def test_tool_use_ids() -> None:
 
 def _pieces(text: str, cuts: list[int]) -> list[str]:
     bounds = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
-    return [text[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [text[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
 
 @settings(max_examples=60, deadline=None)
