@@ -18,7 +18,6 @@ from typing import Any
 
 import orjson
 
-from proxy.flow.translate import plain_content
 from proxy.types import JSON, Chunk
 
 Event = dict[str, Any]
@@ -61,10 +60,17 @@ class MessageBuilder:
         """the chat tool-call index of the open tool_use block."""
         self._finish: str | None = None
         self._stop_sequence: str | None = None
+        self._started = False
 
     def start(self) -> list[Event]:
+        self._started = True
         message = {**self.message, "content": [], "usage": dict(self.message["usage"])}
         return [{"type": "message_start", "message": message}]
+
+    def opening(self) -> bytes:
+        """`message_start`'s frame the first time, then nothing: a stream writes it with
+        its first piece, one write less per stream."""
+        return b"" if self._started else frames(self.start())
 
     def feed(self, chunk: Chunk) -> list[Event]:
         events: list[Event] = []
@@ -90,10 +96,18 @@ class MessageBuilder:
         events: list[Event] = []
         texts: list[str] = []
         for chunk in chunks:
-            text = plain_content(chunk)
-            if text:
-                texts.append(text)
-                continue
+            # plain_content's test, inline: it runs for every token of every stream.
+            choices = chunk.get("choices")
+            if type(choices) is list and len(choices) == 1 and chunk.get("usage") is None:
+                choice = choices[0]
+                delta = choice.get("delta") if type(choice) is dict else None
+                if type(delta) is dict and len(delta) == 1 and \
+                        choice.get("finish_reason") is None and not choice.get("index"):
+                    text = delta.get("content")
+                    if type(text) is str:
+                        if text:
+                            texts.append(text)
+                        continue
             if texts:
                 self._add("text", "".join(texts), events)
                 texts = []

@@ -104,30 +104,32 @@ class _MessagesStream(SseResponse):
         return _events(self.ex, self.builder, self.output, SseWriter.over(send, self._encode))
 
     def _encode(self, batch: list[ChunkOut]) -> bytes:
-        return frames(self.builder.feed_all(as_chunks(batch)))
+        events = self.builder.feed_all(as_chunks(batch))
+        return self.builder.opening() + frames(events) if events else b""
 
 
 async def _events(ex: Exchange, builder: MessageBuilder, output: ChatOutput,
                   direct: SseWriter | None = None) -> AsyncIterator[bytes]:
-    yield frames(builder.start())
+    # message_start leaves with the first piece (`opening`), whoever writes it.
     batches = output.batches(direct)
     try:
         async for batch in batches:
             if not batch:  # the flow is waiting on the backend: the API's own keep-alive
-                yield PING_FRAME
+                yield builder.opening() + PING_FRAME
                 continue
             events = builder.feed_all(batch)
             if events:
-                yield frames(events)
-        yield frames(builder.finish())
+                yield builder.opening() + frames(events)
+        yield builder.opening() + frames(builder.finish())
     except ApiError as exc:
         exc = exc.settled()
         # A failure once the stream started is the API's `error` event, never message_stop.
-        yield frames(builder.fail(error_type(exc.status), ex.shown(exc.message)))
+        yield builder.opening() + frames(builder.fail(error_type(exc.status),
+                                                      ex.shown(exc.message)))
     except Exception:
         ex.svc.telemetry.log.exception("messages stream failed inside toolshim", extra={
             "record": {"request_id": ex.record.request_id}})
-        yield frames(builder.fail("api_error", "internal error in toolshim"))
+        yield builder.opening() + frames(builder.fail("api_error", "internal error in toolshim"))
     finally:
         with cancel_scope(shield=True):
             await batches.aclose()  # type: ignore[attr-defined]
