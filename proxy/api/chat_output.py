@@ -51,6 +51,12 @@ async def chat_chunks(ex: Exchange, chat: ChatRequest) -> ChatOutput:
     run = await unless_client_leaves(ex.request.receive, run_chat(ex, chat))
     if run is None:
         raise client_left()
+    return output_of(run)
+
+
+def output_of(run: ChatRun) -> ChatOutput:
+    """A run's output, once the flow answered (`chat_chunks`, or a door that ran
+    `run_chat` in a task of its own to keep its client company meanwhile)."""
     headers = {k: v for k, v in run.headers().items() if k.startswith("x-toolshim-")}
     return ChatOutput(headers, run, run.aclose)
 

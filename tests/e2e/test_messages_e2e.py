@@ -454,3 +454,57 @@ def test_alias_serves_claude_names(fake: FakeOllama, caps_path: Path,
     aliases = {m["id"]: m["toolshim"]["alias_for"] for m in listed if "alias_for" in
                m.get("toolshim", {})}
     assert aliases == {"claude-*": "qwen3:8b", "Claude-Haiku-*": "gemma3:4b"}
+
+
+# --- a backend silent before its answer (a model loading) -------------------------------
+
+
+@pytest.fixture
+def quick_pings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from proxy.api.messages import waiting
+
+    monkeypatch.setattr(waiting, "PING_AFTER", 0.2)
+    monkeypatch.setattr(waiting, "PING_EVERY", 0.2)
+
+
+def test_pings_while_the_model_loads(proxy_url: str, fake: FakeOllama, quick_pings: None,
+                                     claude: anthropic.Anthropic) -> None:
+    fake.reply("qwen3:8b", Reply(content=["loaded ", "now"], load=0.7))
+    pairs = _sse(proxy_url, {"model": "qwen3:8b", "max_tokens": 5, "stream": True,
+                             "messages": HI})
+    _assert_framed(pairs)
+    names = [n for n, _ in pairs]
+    assert names[:2] == ["message_start", "ping"] and names.count("ping") >= 2
+    assert names[-1] == "message_stop"
+    assert "".join(d["delta"]["text"] for n, d in pairs if n == "content_block_delta") == \
+        "loaded now"
+    with claude.messages.stream(model="qwen3:8b", max_tokens=5, messages=HI) as stream:
+        assert stream.get_final_message().content[0].text == "loaded now"
+
+
+def test_an_error_after_the_pings_is_an_error_event(proxy_url: str, fake: FakeOllama,
+                                                    quick_pings: None) -> None:
+    fake.reply("qwen3:8b", Reply(load=0.5, status=500, body=b'{"error":{"message":'
+                                 b'"model failed to load","type":"api_error"}}'))
+    pairs = _sse(proxy_url, {"model": "qwen3:8b", "max_tokens": 5, "stream": True,
+                             "messages": HI})
+    assert [n for n, _ in pairs][:2] == ["message_start", "ping"]
+    assert pairs[-1] == ("error", {"type": "error", "error": {
+        "type": "api_error", "message": "model failed to load"}})
+
+
+def test_client_leaving_while_the_model_loads_frees_the_upstream(
+        proxy_url: str, fake: FakeOllama, quick_pings: None,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="toolshim")
+    fake.reply("qwen3:8b", Reply(content=["late"], load=1.5))
+    with httpx.stream("POST", proxy_url + "/v1/messages", json={
+            "model": "qwen3:8b", "max_tokens": 5, "stream": True, "messages": HI}) as response:
+        for line in response.iter_lines():
+            if "ping" in line:
+                break
+    deadline = time.monotonic() + 3
+    while not request_lines(caplog) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    lines = [r for r in request_lines(caplog) if r.get("endpoint") == "messages"]
+    assert len(lines) == 1 and lines[0]["status"] == 499

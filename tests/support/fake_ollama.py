@@ -37,6 +37,8 @@ class Reply:
     """exact SSE bytes to send instead (garbage, resets, vLLM deltas)."""
     reset_after: int | None = None
     """close the connection abruptly after this many events."""
+    load: float = 0.0
+    """seconds before the answer's headers, as Ollama loading a model sends nothing."""
     status: int = 200
     body: bytes | None = None
     content_type: str = "application/json"
@@ -131,6 +133,8 @@ class FakeOllama:
         else:
             queue = self.replies.get(model) or [Reply(content=["Hello", " from ", model])]
             reply = queue.pop(0) if len(queue) > 1 else queue[0]
+        if reply.load:
+            await asyncio.sleep(reply.load)
         if reply.status != 200 or reply.body is not None:
             return Response(reply.body or b"", status_code=reply.status,
                             media_type=reply.content_type)

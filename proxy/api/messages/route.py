@@ -11,6 +11,7 @@ flow; every error is answered in Anthropic's envelope (errors.py).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,21 +20,25 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Send
 
-from proxy.api.chat_output import ChatOutput, chat_chunks
+from proxy.api.chat_output import ChatOutput, chat_chunks, output_of
 from proxy.api.chat_request import check_tool_refs, check_walkable, read_body
-from proxy.api.failures import answer_or_error
+from proxy.api.disconnect import unless_client_leaves
+from proxy.api.failures import answer_or_error, client_left
 from proxy.api.hostile import MAX_DEPTH, containers_at_most
 from proxy.api.messages.errors import error_type, render
 from proxy.api.messages.events import PING_FRAME, MessageBuilder, frames
 from proxy.api.messages.request import Translated, to_chat, validate
+from proxy.api.messages.waiting import WaitingStream, answered_in_time, drop
 from proxy.api.relay import SseResponse, SseWriter
 from proxy.backends.context import prompt_tokens
+from proxy.chat import run_chat
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.observability.telemetry import RequestRecord
 from proxy.scopes import cancel_scope
 from proxy.services import Services
+from proxy.types import ChatRequest
 
 
 async def create_message(request: Request) -> Response:
@@ -51,16 +56,35 @@ async def _handle(ex: Exchange) -> Response:
     builder = MessageBuilder(chat["model"], thinking=translated.thinking,
                              input_tokens=_estimate(ex, chat["model"], len(raw)),
                              stop_sequences=translated.stop_sequences)
+    if chat.get("stream"):
+        return await _stream(ex, builder, chat)
     output = await chat_chunks(ex, chat)
     output.headers["request-id"] = ex.record.request_id
-    if chat.get("stream"):
-        # The flow's own close runs at the response's end too (it runs once): if the
-        # client leaves before the body starts, only that frees the upstream and slot.
-        return _MessagesStream(ex, builder, output)
     async for batch in output.batches():
         builder.feed_all(batch)
     builder.finish()
     return JSONResponse(builder.whole(), headers={**output.headers, **call_headers(ex)})
+
+
+async def _stream(ex: Exchange, builder: MessageBuilder, chat: ChatRequest) -> Response:
+    """The stream, once the flow answered; or, if the backend stays silent (a model
+    loading), a stream that pings until it answers (waiting.py)."""
+    flow = asyncio.ensure_future(run_chat(ex, chat))
+    try:
+        in_time = await unless_client_leaves(ex.request.receive, answered_in_time(flow))
+    except BaseException:
+        await drop(flow)
+        raise
+    if in_time is None:
+        await drop(flow)
+        raise client_left()
+    if not in_time:
+        return WaitingStream(ex, builder, flow, _events)
+    output = output_of(flow.result())  # the flow's own error: its status and envelope
+    output.headers["request-id"] = ex.record.request_id
+    # The flow's own close runs at the response's end too (it runs once): if the
+    # client leaves before the body starts, only that frees the upstream and slot.
+    return _MessagesStream(ex, builder, output)
 
 
 def _decode(raw: bytes, *, counting: bool = False) -> dict[str, Any]:
