@@ -362,6 +362,10 @@ def test_sdk_raises_bad_request(claude: anthropic.Anthropic) -> None:
 def test_x_api_key_and_bearer_accepted(make_settings: Callable[..., Any], fake: FakeOllama,
                                        new_claude: Callable[..., anthropic.Anthropic]) -> None:
     with serve(create_app(make_settings(api_keys=("sk-right",)))) as url:
+        # Claude Code sends ANTHROPIC_API_KEY as x-api-key (this SDK sends api_key as Bearer)
+        raw = httpx.post(url + "/v1/messages?beta=true", headers={"x-api-key": "sk-right"},
+                         json={"model": "qwen3:8b", "max_tokens": 5, "messages": HI})
+        assert raw.status_code == 200, raw.text
         assert new_claude(url, api_key="sk-right").messages.create(
             model="qwen3:8b", max_tokens=5, messages=HI).content
         assert new_claude(url, api_key=None, auth_token="sk-right").messages.count_tokens(
