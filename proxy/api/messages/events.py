@@ -12,12 +12,15 @@ the same builder, fed a whole answer's chunks, makes the non-streaming message.
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
+from proxy.flow.translate import ChunkOut, as_chunks
+from proxy.sse import SseFrames
 from proxy.types import JSON, Chunk
 
 Event = dict[str, Any]
@@ -115,6 +118,23 @@ class MessageBuilder:
         if texts:
             self._add("text", "".join(texts), events)
         return events
+
+    def feed_batch(self, batch: list[ChunkOut]) -> list[Event]:
+        """`feed_all` for a batch as the flow hands it (dicts, or the upstream's bytes).
+
+        A whole read of plain content events in Ollama's shape (most of a stream) is
+        read for its texts alone (`plain_texts`), without building every chunk's
+        dicts; anything else is decoded and fed as usual. The events are the same.
+        """
+        if len(batch) == 1 and isinstance(batch[0], SseFrames):
+            texts = plain_texts(batch[0])
+            if texts is not None:
+                events: list[Event] = []
+                text = "".join(texts)
+                if text:
+                    self._add("text", text, events)
+                return events
+        return self.feed_all(as_chunks(batch))
 
     def finish(self) -> list[Event]:
         """Close the open block; `message_delta` with the stop reason, `message_stop`."""
@@ -246,6 +266,31 @@ def _arguments(text: str) -> JSON:
         # still gets an object, with the text the model wrote.
         return {"_raw_arguments": text}
     return value if isinstance(value, dict) else {"_raw_arguments": text}
+
+
+# The end of a content-only chunk as Ollama writes it (`delta` holds only `content`, one
+# choice, finish null, choices last): its string literal is captured, nothing else read.
+_PLAIN_EVENT = re.compile(
+    rb',"choices":\[\{"index":0,"delta":\{"content":("(?:[^"\\\n]|\\.)*")\},'
+    rb'"finish_reason":null\}\]\}\n\n')
+
+
+def plain_texts(read: SseFrames) -> list[str] | None:
+    """The texts of a read whose every event is choice 0's content and nothing else
+    (what `plain_content` accepts), found by one scan; None when any event is not.
+
+    Each match ends an event (at most one per event), so as many matches as events
+    means every event is one. A raw `"usage"` anywhere sends the read the slow way
+    (a usage key before `choices` would be missed). What precedes `choices` is not
+    read, so a backend that wrote garbage there still has its text taken."""
+    literals = _PLAIN_EVENT.findall(read)
+    if len(literals) != read.count(b"\n\n") or read.find(b'"usage"') >= 0:
+        return None
+    try:
+        texts = orjson.loads(b"[" + b",".join(literals) + b"]")
+    except orjson.JSONDecodeError:
+        return None
+    return texts if isinstance(texts, list) else None
 
 
 def frames(events: list[Event]) -> bytes:

@@ -34,10 +34,11 @@ from proxy.backends.context import prompt_tokens
 from proxy.chat import run_chat
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, call_headers
-from proxy.flow.translate import ChunkOut, as_chunks
+from proxy.flow.translate import ChunkOut
 from proxy.observability.telemetry import RequestRecord
 from proxy.scopes import cancel_scope
 from proxy.services import Services
+from proxy.sse import KEEPALIVE
 from proxy.types import ChatRequest
 
 
@@ -128,22 +129,22 @@ class _MessagesStream(SseResponse):
         return _events(self.ex, self.builder, self.output, SseWriter.over(send, self._encode))
 
     def _encode(self, batch: list[ChunkOut]) -> bytes:
-        events = self.builder.feed_all(as_chunks(batch))
+        events = self.builder.feed_batch(batch)
         return self.builder.opening() + frames(events) if events else b""
 
 
 async def _events(ex: Exchange, builder: MessageBuilder, output: ChatOutput,
                   direct: SseWriter | None = None) -> AsyncIterator[bytes]:
     # message_start leaves with the first piece (`opening`), whoever writes it.
-    batches = output.batches(direct)
+    batches = output.raw_batches(direct)
     try:
         async for batch in batches:
-            if not batch:  # the flow is waiting on the backend: the API's own keep-alive
-                yield builder.opening() + PING_FRAME
-                continue
-            events = builder.feed_all(batch)
+            events = builder.feed_batch(batch)
             if events:
                 yield builder.opening() + frames(events)
+            elif all(item is KEEPALIVE for item in batch):
+                # the flow is waiting on the backend: the API's own keep-alive
+                yield builder.opening() + PING_FRAME
         yield builder.opening() + frames(builder.finish())
     except ApiError as exc:
         exc = exc.settled()

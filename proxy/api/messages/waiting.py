@@ -25,7 +25,7 @@ from proxy.api.relay import SseResponse, SseWriter
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange
 from proxy.flow.run import ChatRun
-from proxy.flow.translate import ChunkOut, as_chunks
+from proxy.flow.translate import ChunkOut
 from proxy.scopes import cancel_scope
 
 PING_AFTER = 3.0
@@ -88,7 +88,7 @@ class WaitingStream(SseResponse):
             yield piece
 
     def _encode(self, batch: list[ChunkOut]) -> bytes:
-        events = self.builder.feed_all(as_chunks(batch))
+        events = self.builder.feed_batch(batch)
         return frames(events) if events else b""
 
     async def _close(self) -> None:

@@ -181,3 +181,51 @@ def test_any_split_makes_the_same_message(reasoning: str, text: str, args: dict[
     got = [(b.type, getattr(b, "thinking", None) or getattr(b, "text", None)
             if b.type != "tool_use" else b.input) for b in message.content]
     assert got == expected
+
+
+def _ollama_event(delta: dict[str, Any], finish: str | None = None,
+                  usage: bool = False) -> bytes:
+    """One event as Ollama's /v1 writes it (Go's HTML-safe escaping included)."""
+    from support.fake_ollama import go_json
+
+    chunk: dict[str, Any] = {"id": "chatcmpl-527", "object": "chat.completion.chunk",
+                             "created": 1755000000, "model": "m",
+                             "system_fingerprint": "fp_ollama",
+                             "choices": [{"index": 0, "delta": delta,
+                                          "finish_reason": finish}]}
+    if usage:
+        chunk = {**chunk, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+    return b"data: " + go_json(chunk) + b"\n\n"
+
+
+_EVENTS = st.one_of(
+    st.text(max_size=12).map(lambda t: _ollama_event({"content": t})),
+    st.sampled_from([
+        _ollama_event({"role": "assistant", "content": "hi"}),
+        _ollama_event({}, finish="stop"),
+        _ollama_event({}, usage=True),
+        _ollama_event({"content": "x", "reasoning": "y"}),
+        _ollama_event({"content": '"},"finish_reason":null}]}'})]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_EVENTS, min_size=1, max_size=12))
+def test_a_read_taken_for_its_texts_is_what_decoding_it_gives(events: list[bytes]) -> None:
+    from proxy.flow.translate import as_chunks
+    from proxy.sse import SseFrames
+
+    read = SseFrames(b"".join(events))
+    fast = MessageBuilder("m", thinking=True, input_tokens=1, id_factory=lambda p: p)
+    slow = MessageBuilder("m", thinking=True, input_tokens=1, id_factory=lambda p: p)
+    assert fast.feed_batch([read]) == slow.feed_all(as_chunks([read]))
+    assert fast.finish() == slow.finish()
+    assert fast.message == slow.message
+
+
+def test_plain_reads_are_taken_without_decoding() -> None:
+    from proxy.api.messages.events import plain_texts
+    from proxy.sse import SseFrames
+
+    read = SseFrames(_ollama_event({"content": "a<b>\u2028"}) + _ollama_event({"content": ""}))
+    assert plain_texts(read) == ["a<b>\u2028", ""]
+    assert plain_texts(SseFrames(_ollama_event({}, finish="stop"))) is None
