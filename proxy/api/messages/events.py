@@ -122,19 +122,24 @@ class MessageBuilder:
     def feed_batch(self, batch: list[ChunkOut]) -> list[Event]:
         """`feed_all` for a batch as the flow hands it (dicts, or the upstream's bytes).
 
-        A whole read of plain content events in Ollama's shape (most of a stream) is
-        read for its texts alone (`plain_texts`), without building every chunk's
-        dicts; anything else is decoded and fed as usual. The events are the same.
+        The plain content events that open a whole read in Ollama's shape (most of a
+        stream) are read for their texts alone (`plain_head`), without building every
+        chunk's dicts; the rest is decoded and fed as usual. The message is the same.
         """
-        if len(batch) == 1 and isinstance(batch[0], SseFrames):
-            texts = plain_texts(batch[0])
-            if texts is not None:
-                events: list[Event] = []
-                text = "".join(texts)
-                if text:
-                    self._add("text", text, events)
-                return events
-        return self.feed_all(as_chunks(batch))
+        if len(batch) == 1 and not isinstance(batch[0], SseFrames):
+            return self.feed_all(as_chunks(batch))
+        events: list[Event] = []
+        for item in batch:
+            if not isinstance(item, SseFrames):
+                events += self.feed_all(as_chunks([item]))
+                continue
+            end, texts = plain_head(item)
+            text = "".join(texts)
+            if text:
+                self._add("text", text, events)
+            if end < len(item):
+                events += self.feed_all(as_chunks([SseFrames(item[end:])]))
+        return events
 
     def finish(self) -> list[Event]:
         """Close the open block; `message_delta` with the stop reason, `message_stop`."""
@@ -275,22 +280,34 @@ _PLAIN_EVENT = re.compile(
     rb'"finish_reason":null\}\]\}\n\n')
 
 
-def plain_texts(read: SseFrames) -> list[str] | None:
-    """The texts of a read whose every event is choice 0's content and nothing else
-    (what `plain_content` accepts), found by one scan; None when any event is not.
+def plain_head(read: SseFrames) -> tuple[int, list[str]]:
+    """Where the events that open `read` and are each choice 0's content and nothing
+    else (what `plain_content` accepts) end, and their texts: found by one scan.
 
-    Each match ends an event (at most one per event), so as many matches as events
-    means every event is one. A raw `"usage"` anywhere sends the read the slow way
-    (a usage key before `choices` would be missed). What precedes `choices` is not
-    read, so a backend that wrote garbage there still has its text taken."""
-    literals = _PLAIN_EVENT.findall(read)
-    if len(literals) != read.count(b"\n\n") or read.find(b'"usage"') >= 0:
-        return None
+    Each match ends an event (at most one per event), so k matches that end at the
+    k-th event's end are the first k events. A raw `"usage"` among them sends the
+    read the slow way (a usage key before `choices` would be missed). What precedes
+    `choices` is not read: a backend that wrote garbage there still has its text
+    taken."""
+    matches = list(_PLAIN_EVENT.finditer(read))
+    # A read's last events (finish, usage) are the usual non-plain ones; elsewhere the
+    # read goes the slow way rather than costing a scan per event.
+    for _ in range(3):
+        if not matches:
+            return 0, []
+        end = matches[-1].end()
+        if read.count(b"\n\n", 0, end) == len(matches):
+            break
+        matches.pop()  # a non-plain event sits among them: only those before it count
+    else:
+        return 0, []
+    if read.find(b'"usage"', 0, end) >= 0:
+        return 0, []
     try:
-        texts = orjson.loads(b"[" + b",".join(literals) + b"]")
+        texts = orjson.loads(b"[" + b",".join([m.group(1) for m in matches]) + b"]")
     except orjson.JSONDecodeError:
-        return None
-    return texts if isinstance(texts, list) else None
+        return 0, []
+    return end, texts
 
 
 def frames(events: list[Event]) -> bytes:

@@ -217,15 +217,24 @@ def test_a_read_taken_for_its_texts_is_what_decoding_it_gives(events: list[bytes
     read = SseFrames(b"".join(events))
     fast = MessageBuilder("m", thinking=True, input_tokens=1, id_factory=lambda p: p)
     slow = MessageBuilder("m", thinking=True, input_tokens=1, id_factory=lambda p: p)
-    assert fast.feed_batch([read]) == slow.feed_all(as_chunks([read]))
-    assert fast.finish() == slow.finish()
+    fed = fast.start() + fast.feed_batch([read]) + fast.finish()
+    slow.feed_all(as_chunks([read]))
+    slow.finish()
+    _assert_framed(fed)
     assert fast.message == slow.message
+    built = _accumulate(fed)  # the SDK's accumulator takes the stream
+    assert [(b.type, getattr(b, "text", None)) for b in built.content] == \
+        [(b["type"], b.get("text")) for b in slow.message["content"]]
 
 
 def test_plain_reads_are_taken_without_decoding() -> None:
-    from proxy.api.messages.events import plain_texts
+    from proxy.api.messages.events import plain_head
     from proxy.sse import SseFrames
 
     read = SseFrames(_ollama_event({"content": "a<b>\u2028"}) + _ollama_event({"content": ""}))
-    assert plain_texts(read) == ["a<b>\u2028", ""]
-    assert plain_texts(SseFrames(_ollama_event({}, finish="stop"))) is None
+    assert plain_head(read) == (len(read), ["a<b>\u2028", ""])
+    assert plain_head(SseFrames(_ollama_event({}, finish="stop"))) == (0, [])
+    closing = _ollama_event({}, finish="stop") + _ollama_event({}, usage=True)
+    assert plain_head(SseFrames(read + closing)) == (len(read), ["a<b>\u2028", ""])
+    assert plain_head(SseFrames(_ollama_event({"role": "assistant", "content": "x"}) + read)
+                      ) == (0, [])
