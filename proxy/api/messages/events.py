@@ -12,7 +12,6 @@ the same builder, fed a whole answer's chunks, makes the non-streaming message.
 
 from __future__ import annotations
 
-import re
 import secrets
 from collections.abc import Callable
 from typing import Any
@@ -273,39 +272,41 @@ def _arguments(text: str) -> JSON:
     return value if isinstance(value, dict) else {"_raw_arguments": text}
 
 
-# The end of a content-only chunk as Ollama writes it (`delta` holds only `content`, one
-# choice, finish null, choices last): its string literal is captured, nothing else read.
-_PLAIN_EVENT = re.compile(
-    rb',"choices":\[\{"index":0,"delta":\{"content":("(?:[^"\\\n]|\\.)*")\},'
-    rb'"finish_reason":null\}\]\}\n\n')
+# A content-only chunk as Ollama writes it ends `"choices":[{"index":0,"delta":{"content":
+# <string>},"finish_reason":null}]}`: one choice, a delta of content alone, finish null,
+# choices the last key.
+_HEAD = b'"choices":[{"index":0,"delta":{"content":'
+_TAIL = b'},"finish_reason":null}]}\n\n'
 
 
 def plain_head(read: SseFrames) -> tuple[int, list[str]]:
     """Where the events that open `read` and are each choice 0's content and nothing
-    else (what `plain_content` accepts) end, and their texts: found by one scan.
+    else (what `plain_content` accepts) end, and their texts; (0, []) when the read
+    does not open so.
 
-    Each match ends an event (at most one per event), so k matches that end at the
-    k-th event's end are the first k events. A raw `"usage"` among them sends the
-    read the slow way (a usage key before `choices` would be missed). What precedes
-    `choices` is not read: a backend that wrote garbage there still has its text
-    taken."""
-    matches = list(_PLAIN_EVENT.finditer(read))
-    # A read's last events (finish, usage) are the usual non-plain ones; elsewhere the
-    # read goes the slow way rather than costing a scan per event.
-    for _ in range(3):
-        if not matches:
-            return 0, []
-        end = matches[-1].end()
-        if read.count(b"\n\n", 0, end) == len(matches):
-            break
-        matches.pop()  # a non-plain event sits among them: only those before it count
-    else:
+    Found with a few whole-read scans, no work per event: in a stream's read every
+    event starts with the same bytes up to its text (id, model, created), so when
+    that prefix and the plain ending each occur once per event, cutting both away
+    leaves the texts' string literals, parsed as one JSON array (a count that comes
+    out wrong sends the read the slow way). The read's last events (finish, usage)
+    are left for decoding. A backend that wrote garbage before `choices` still has
+    its text taken."""
+    at = read.find(_HEAD)
+    end = read.rfind(_TAIL) + len(_TAIL)
+    if at < 0 or end < len(_TAIL):
         return 0, []
-    if read.find(b'"usage"', 0, end) >= 0:
+    prefix = read[:at + len(_HEAD)]
+    head = read[:end] if end < len(read) else read
+    events = head.count(b"\n\n")
+    if prefix.find(b'"usage"') >= 0 or head.count(prefix) != events \
+            or head.count(_TAIL) != events:
         return 0, []
+    literals = head.replace(prefix, b"").replace(_TAIL, b",")
     try:
-        texts = orjson.loads(b"[" + b",".join([m.group(1) for m in matches]) + b"]")
+        texts = orjson.loads(b"[" + literals[:-1] + b"]")
     except orjson.JSONDecodeError:
+        return 0, []
+    if len(texts) != events or not all(type(text) is str for text in texts):
         return 0, []
     return end, texts
 

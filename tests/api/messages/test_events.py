@@ -238,3 +238,6 @@ def test_plain_reads_are_taken_without_decoding() -> None:
     assert plain_head(SseFrames(read + closing)) == (len(read), ["a<b>\u2028", ""])
     assert plain_head(SseFrames(_ollama_event({"role": "assistant", "content": "x"}) + read)
                       ) == (0, [])
+    # a second later Ollama's `created` changes: that read goes the slow way
+    later = _ollama_event({"content": "z"}).replace(b"1755000000", b"1755000001")
+    assert plain_head(SseFrames(read + later)) == (0, [])
