@@ -284,29 +284,30 @@ def plain_head(read: SseFrames) -> tuple[int, list[str]]:
     else (what `plain_content` accepts) end, and their texts; (0, []) when the read
     does not open so.
 
-    Found with a few whole-read scans, no work per event: in a stream's read every
-    event starts with the same bytes up to its text (id, model, created), so when
-    that prefix and the plain ending each occur once per event, cutting both away
-    leaves the texts' string literals, parsed as one JSON array (a count that comes
-    out wrong sends the read the slow way). The read's last events (finish, usage)
-    are left for decoding. A backend that wrote garbage before `choices` still has
-    its text taken."""
+    In a stream's read every event starts with the same bytes up to its text (id,
+    model, created: Ollama's shape), so when each event is that prefix, a string
+    literal and the plain ending, slicing both away leaves the literals, parsed as
+    one JSON array: no chunk is decoded (a count that comes out wrong sends the read
+    the slow way). The read's last events (finish, usage) are left for decoding. A
+    backend that wrote garbage before `choices` still has its text taken."""
     at = read.find(_HEAD)
     end = read.rfind(_TAIL) + len(_TAIL)
     if at < 0 or end < len(_TAIL):
         return 0, []
-    prefix = read[:at + len(_HEAD)]
-    head = read[:end] if end < len(read) else read
-    events = head.count(b"\n\n")
-    if prefix.find(b'"usage"') >= 0 or head.count(prefix) != events \
-            or head.count(_TAIL) != events:
+    start = at + len(_HEAD)
+    if read.find(b'"usage"', 0, start) >= 0:
         return 0, []
-    literals = head.replace(prefix, b"").replace(_TAIL, b",")
+    lines = read[:end - 2].split(b"\n\n")
+    tail = len(_TAIL) - 2
+    # Slices and set look-ups, not a bytes method per event (each parses its arguments).
+    if len({line[:start] for line in lines}) != 1 or \
+            {line[-tail:] for line in lines} != {_TAIL[:-2]}:
+        return 0, []
     try:
-        texts = orjson.loads(b"[" + literals[:-1] + b"]")
+        texts = orjson.loads(b"[" + b",".join([line[start:-tail] for line in lines]) + b"]")
     except orjson.JSONDecodeError:
         return 0, []
-    if len(texts) != events or not all(type(text) is str for text in texts):
+    if len(texts) != len(lines) or not all(type(text) is str for text in texts):
         return 0, []
     return end, texts
 
