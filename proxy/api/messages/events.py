@@ -285,29 +285,31 @@ def plain_head(read: SseFrames) -> tuple[int, list[str]]:
     does not open so.
 
     In a stream's read every event starts with the same bytes up to its text (id,
-    model, created: Ollama's shape), so when each event is that prefix, a string
-    literal and the plain ending, slicing both away leaves the literals, parsed as
-    one JSON array: no chunk is decoded (a count that comes out wrong sends the read
-    the slow way). The read's last events (finish, usage) are left for decoding. A
-    backend that wrote garbage before `choices` still has its text taken."""
+    model, created: Ollama's shape). Cut at each plain ending, the pieces are that
+    prefix and a string literal; the read rebuilt from them must be the read (one
+    join and one comparison check every event), and the literals parse as one JSON
+    array: no chunk is decoded. The read's last events (finish, usage) are left for
+    decoding. A backend that wrote garbage before `choices` still has its text taken.
+    """
     at = read.find(_HEAD)
-    end = read.rfind(_TAIL) + len(_TAIL)
-    if at < 0 or end < len(_TAIL):
+    if at < 0:
         return 0, []
     start = at + len(_HEAD)
-    if read.find(b'"usage"', 0, start) >= 0:
+    prefix = read[:start]
+    if prefix.find(b'"usage"') >= 0:
         return 0, []
-    lines = read[:end - 2].split(b"\n\n")
-    tail = len(_TAIL) - 2
-    # Slices and set look-ups, not a bytes method per event (each parses its arguments).
-    if len({line[:start] for line in lines}) != 1 or \
-            {line[-tail:] for line in lines} != {_TAIL[:-2]}:
+    # _TAIL holds raw quotes and a blank line: it cannot occur inside a JSON string.
+    pieces = read.split(_TAIL)
+    pieces.pop()  # what follows the last plain ending: the closing events, if any
+    literals = [piece[start:] for piece in pieces]
+    end = sum(map(len, pieces)) + len(_TAIL) * len(pieces)
+    if not literals or prefix + (_TAIL + prefix).join(literals) + _TAIL != read[:end]:
         return 0, []
     try:
-        texts = orjson.loads(b"[" + b",".join([line[start:-tail] for line in lines]) + b"]")
+        texts = orjson.loads(b"[" + b",".join(literals) + b"]")
     except orjson.JSONDecodeError:
         return 0, []
-    if len(texts) != len(lines) or not all(type(text) is str for text in texts):
+    if len(texts) != len(literals) or not all(type(text) is str for text in texts):
         return 0, []
     return end, texts
 

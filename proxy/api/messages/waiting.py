@@ -37,8 +37,23 @@ EventsFn = Callable[[Exchange, MessageBuilder, ChatOutput, SseWriter | None],
 
 
 async def answered_in_time(flow: asyncio.Task[ChatRun]) -> bool:
-    done, _ = await asyncio.wait({flow}, timeout=PING_AFTER)
-    return bool(done)
+    """Whether the flow answered (or failed) within PING_AFTER seconds.
+
+    One future, a timer and a done callback: what asyncio.wait does, without its
+    sets and generator (it runs for every stream)."""
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[bool] = loop.create_future()
+
+    def settle(answered: bool) -> None:
+        if not waiter.done():
+            waiter.set_result(answered)
+
+    timer = loop.call_later(PING_AFTER, settle, False)
+    flow.add_done_callback(lambda _: settle(True))
+    try:
+        return await waiter
+    finally:
+        timer.cancel()
 
 
 async def drop(flow: asyncio.Task[ChatRun]) -> None:
