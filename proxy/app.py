@@ -22,6 +22,7 @@ from starlette.types import ASGIApp
 from proxy.api.admin import admin_capabilities
 from proxy.api.gemini.models import any_models, one_model
 from proxy.api.gemini.route import model_method
+from proxy.api.messages.route import count_tokens, create_message
 from proxy.api.passthrough import forward
 from proxy.api.responses_route import create_response, delete_response, get_response
 from proxy.api.responses_store import ResponsesStore
@@ -139,10 +140,13 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
         Route("/v1beta/models/{rest:path}", model_method, methods=["POST"]),
         Route("/v1beta/models/{rest:path}", one_model, methods=["GET"]),
         Route("/v1/responses", create_response, methods=["POST"]),
+        Route("/v1/messages", create_message, methods=["POST"]),
+        Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
         Route("/v1/responses/{response_id}", get_response, methods=["GET"]),
         Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]),
         Route("/v1/{path:path}", forward,
               methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
+        Route("/", root, methods=["GET"]),  # HEAD too: Claude Code's connectivity probe
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
@@ -150,14 +154,15 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
         *console_routes(),
     ]
     # One edge layer (request id, drain, keys, body deadline): see proxy/middleware.py.
-    # It sits outside Starlette's own layers; the two hot POST routes are dispatched
+    # It sits outside Starlette's own layers; the hot POST routes are dispatched
     # there directly, past the router.
     edge = partial(Edge, drain=drain, keys=settings.api_keys,
                    protect_metrics=settings.protect_metrics, telemetry=telemetry,
                    body_timeout=settings.client_timeout,
                    admin_keys=settings.admin_keys, allowed_hosts=settings.allowed_hosts,
                    hot={"/v1/chat/completions": chat_completions,
-                        "/v1/responses": create_response},
+                        "/v1/responses": create_response,
+                        "/v1/messages": create_message},
                    hot_prefixes={"/v1beta/models/": model_method, "/v1/models/": model_method})
     app = _EdgedStarlette(edge, routes=routes, lifespan=lifespan,
                           exception_handlers={HTTPException: _http_error, ApiError: _api_error,
@@ -178,6 +183,11 @@ class _EdgedStarlette(Starlette):
 
     def build_middleware_stack(self) -> ASGIApp:
         return self.edge(super().build_middleware_stack())
+
+
+async def root(request: Request) -> Response:
+    """What a client probing the base URL finds (Claude Code sends `HEAD /` at start)."""
+    return JSONResponse({"name": "toolshim", "status": "ok"})
 
 
 async def healthz(request: Request) -> Response:

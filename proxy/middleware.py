@@ -12,10 +12,13 @@ drain's 503 included, carries the request id):
   answered (421); a request that acts (any method but GET/HEAD/OPTIONS) from another
   origin is refused (403) (origins.py, docs/security.md);
 - API keys: when configured, /v1/*, /admin/* (and /metrics if asked) need one; with
-  admin keys, /admin/* needs one of those (a client key gets 403);
+  admin keys, /admin/* needs one of those (a client key gets 403); the Anthropic door
+  (/v1/messages*) takes the key as `x-api-key` too, the Gemini door as `x-goog-api-key`
+  or `?key=`, and each refuses in its own envelope;
 - body deadline: the whole body must arrive within `client_timeout`
   (api/client_timeouts.py has the header deadline);
-- hot routes: POST /v1/chat/completions and /v1/responses go straight to
+- hot routes: POST /v1/chat/completions, /v1/responses, /v1/messages (and the Gemini
+  door by prefix) go straight to
   their endpoints; everything else through Starlette's router.
 
 Why one layer and a direct dispatch: four stacked middlewares plus Starlette's
@@ -47,6 +50,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from proxy.api.client_timeouts import BODY_IN, TIMED_OUT
 from proxy.api.gemini.errors import AUTH_MESSAGE as GEMINI_AUTH_MESSAGE
+from proxy.api.messages.errors import AUTH_MESSAGE as ANTHROPIC_AUTH_MESSAGE
+from proxy.api.messages.errors import envelope as anthropic_envelope
 from proxy.errors import error_body, internal_error
 from proxy.observability.telemetry import RequestRecord, Telemetry
 from proxy.origins import SAFE_METHODS, host_allowed, on_loopback, refusal_body, same_origin
@@ -58,6 +63,7 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 OVERHEAD_HEADER = b"x-toolshim-overhead-ms"
 _REQUEST_ID = b"x-request-id"
 _GEMINI_DOORS = ("/v1beta", "/v1/models")
+_ANTHROPIC_DOOR = "/v1/messages"
 """where the Gemini API's own key forms are accepted (under /v1/ only the model paths)."""
 _READ = frozenset({_REQUEST_ID, b"authorization", b"host", b"origin", b"sec-fetch-site"})
 """the request headers the edge reads."""
@@ -303,7 +309,8 @@ class Edge:
                 return False
         elif path.startswith(self.protected):
             if not self.keys or bearer_allowed(authorization, self.keys) \
-                    or google_key_allowed(scope, self.keys):
+                    or google_key_allowed(scope, self.keys) \
+                    or anthropic_key_allowed(scope, self.keys):
                 return True
         elif not (path.startswith("/metrics") and self.metrics_keys) \
                 or bearer_allowed(authorization, self.metrics_keys):
@@ -312,6 +319,7 @@ class Edge:
         # client logs and screenshots.
         await self._refuse(scope, request_id, send, 401, "invalid_api_key",
                            GEMINI_AUTH_MESSAGE if _from_gemini_client(scope) else
+                           ANTHROPIC_AUTH_MESSAGE if path.startswith(_ANTHROPIC_DOOR) else
                            f"Invalid or missing API key. {_KEY_HINT}",
                            [(b"www-authenticate", b"Bearer")])
         return False
@@ -320,8 +328,11 @@ class Edge:
                       code: str, message: str,
                       headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
         # A Gemini API client on a path both APIs share gets Google's envelope too.
-        body = refusal_body("/v1beta" if _from_gemini_client(scope) else scope["path"],
-                            status, message, code)
+        if scope["path"].startswith(_ANTHROPIC_DOOR):
+            body = orjson.dumps(anthropic_envelope(status, message, request_id))
+        else:
+            body = refusal_body("/v1beta" if _from_gemini_client(scope) else scope["path"],
+                                status, message, code)
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), *headers]})
         await send({"type": "http.response.body", "body": body})
@@ -354,6 +365,20 @@ def google_key_allowed(scope: Scope, keys: Sequence[bytes]) -> bool:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         values = query.get("key")
         given = values[0].encode("latin-1") if values else None
+    if given is None:
+        return False
+    ok = False
+    for key in keys:  # every key, without stopping early: constant time per key
+        ok |= hmac.compare_digest(given.strip(), key)
+    return ok
+
+
+def anthropic_key_allowed(scope: Scope, keys: Sequence[bytes]) -> bool:
+    """On the Anthropic door, the key as `x-api-key` (Claude Code sends ANTHROPIC_API_KEY
+    so, ANTHROPIC_AUTH_TOKEN as Bearer), compared as `bearer_allowed` compares."""
+    if not scope["path"].startswith(_ANTHROPIC_DOOR):
+        return False
+    given = next((v for k, v in scope["headers"] if k == b"x-api-key"), None)
     if given is None:
         return False
     ok = False

@@ -18,6 +18,8 @@ from cachetools import TTLCache
 
 from proxy.backends.ollama import OllamaState
 from proxy.backends.upstream import Upstream, fetch_listing
+from proxy.capabilities.aliases import NO_ALIASES, Aliases
+from proxy.capabilities.schema import Capabilities
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.recent import ConsoleState
 from proxy.observability.redact import Redactor
@@ -76,6 +78,21 @@ class Services:
     _listing_next: dict[str, asyncio.Task[None]] = field(default_factory=dict, repr=False)
     """upstream root -> the look-up that starts next, awaited by every caller since."""
     _listing_done: dict[str, float] = field(default_factory=dict, repr=False)
+
+    _aliases: tuple[Capabilities | None, Aliases] = (None, NO_ALIASES)
+    """the alias table, built again only when capabilities.yaml was reloaded."""
+
+    def aliases(self) -> Aliases:
+        caps = self.store.capabilities()
+        built_for, table = self._aliases
+        if built_for is not caps:
+            table = Aliases.build(caps.aliases.items(), self.settings.aliases)
+            self._aliases = (caps, table)
+        return table
+
+    def served(self, model: str) -> str:
+        """The model that serves requests for `model`: its alias's target, else itself."""
+        return self.aliases().target(model) or model
 
     def pick_upstream(self, model: str) -> Upstream:
         """Explicit route first, then whoever lists the model, else the first upstream."""

@@ -122,6 +122,9 @@ class Settings(BaseModel):
         names = (host_name(part) for v in value for part in v.split(",") if part.strip())
         return tuple(dict.fromkeys(names))
 
+    aliases: tuple[tuple[str, str], ...] = ()
+    """(model name or glob, served model); over capabilities.yaml's `aliases:`."""
+
     @field_validator("upstreams")
     @classmethod
     def _roots(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -223,9 +226,10 @@ ENV_NAMES: Mapping[str, str] = {
     "upstream_transports": "TOOLSHIM_UPSTREAM_TRANSPORT",
     "admin_keys": "TOOLSHIM_ADMIN_KEYS",
     "allowed_hosts": "TOOLSHIM_ALLOWED_HOSTS",
+    "aliases": "TOOLSHIM_ALIASES",
 }
 _LISTS = {"upstreams", "api_keys", "admin_keys", "allowed_hosts"}
-_PAIRS = {"routes", "upstream_key_envs", "upstream_kinds", "upstream_transports"}
+_PAIRS = {"routes", "upstream_key_envs", "upstream_kinds", "upstream_transports", "aliases"}
 _BOOLS = {"protect_metrics", "probe", "log_prompts", "shared_limits"}
 
 
@@ -239,6 +243,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              f"default {DEFAULT_UPSTREAM})")
     add("--route", dest="routes", action="append", metavar="PATTERN=URL",
         help="send models matching PATTERN (glob) to URL; repeatable (TOOLSHIM_ROUTES)")
+    add("--alias", dest="aliases", action="append", metavar="PATTERN=MODEL",
+        help="serve requests for models matching PATTERN (glob, any case) with MODEL; "
+             "repeatable (TOOLSHIM_ALIASES, comma-separated)")
     add("--upstream-key-env", dest="upstream_key_envs", action="append", metavar="URL=ENVVAR",
         help="send the API key from ENVVAR to that upstream (TOOLSHIM_UPSTREAM_KEY_ENVS)")
     add("--capabilities", metavar="PATH",
@@ -374,11 +381,11 @@ def load_settings(args: argparse.Namespace | None = None,
 
 _PAIR_WHAT = {"routes": "a route", "upstream_key_envs": "an upstream key",
               "upstream_kinds": "an upstream kind",
-              "upstream_transports": "an upstream transport"}
+              "upstream_transports": "an upstream transport", "aliases": "an alias"}
 _FLAGS = {"upstreams": "--upstream", "routes": "--route", "api_keys": "--api-key",
           "upstream_key_envs": "--upstream-key-env", "upstream_kinds": "--upstream-kind",
           "probe": "--no-probe", "admin_keys": "--admin-key",
-          "upstream_transports": "--upstream-transport"}
+          "upstream_transports": "--upstream-transport", "aliases": "--alias"}
 
 
 def flag_name(name: str) -> str:
@@ -387,6 +394,8 @@ def flag_name(name: str) -> str:
 
 
 def _split_pairs(name: str, items: Sequence[str], what: str) -> list[object]:
+    if name == "aliases":
+        return list(_aliases(items))
     pairs = _pairs(items, what)
     if name == "routes":
         return [Route(pattern=p, upstream=upstream_root(u)) for p, u in pairs]
@@ -402,6 +411,14 @@ def _describe(exc: ValidationError, names: Mapping[str, str]) -> str:
         name = names.get(field) or ENV_NAMES.get(field, field)
         parts.append(f"{name}: {err['msg'].removeprefix('Value error, ')}")
     return "; ".join(parts)
+
+
+def _aliases(items: Sequence[str]) -> list[tuple[str, str]]:
+    pairs = _pairs(items, "an alias")
+    for pattern, model in pairs:
+        if any(c in model for c in "*?["):
+            raise SettingsError(f"alias {pattern!r}: must name one model, not a glob: {model!r}")
+    return pairs
 
 
 SETTINGS_ENV = "TOOLSHIM_SETTINGS_JSON"

@@ -17,7 +17,7 @@ from proxy.api.relay import SseWriter
 from proxy.chat import run_chat
 from proxy.flow.exchange import Exchange
 from proxy.flow.run import ChatRun
-from proxy.flow.translate import as_chunks
+from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.types import ChatRequest, Chunk
 
 
@@ -40,6 +40,11 @@ class ChatOutput:
     def batches(self, direct: SseWriter | None = None) -> AsyncIterator[list[Chunk]]:
         return _run_batches(self.run, direct)
 
+    def raw_batches(self, direct: SseWriter | None = None) -> AsyncIterator[list[ChunkOut]]:
+        """`batches` as the flow hands them: a fast-path read stays the upstream's bytes,
+        for a reader that can take its texts without decoding every chunk."""
+        return _raw_batches(self.run, direct)
+
 
 async def chat_chunks(ex: Exchange, chat: ChatRequest) -> ChatOutput:
     """Run `chat` through the chat flow for `ex` and hand back its chunks.
@@ -51,8 +56,23 @@ async def chat_chunks(ex: Exchange, chat: ChatRequest) -> ChatOutput:
     run = await unless_client_leaves(ex.request.receive, run_chat(ex, chat))
     if run is None:
         raise client_left()
+    return output_of(run)
+
+
+def output_of(run: ChatRun) -> ChatOutput:
+    """A run's output, once the flow answered (`chat_chunks`, or a door that ran
+    `run_chat` in a task of its own to keep its client company meanwhile)."""
     headers = {k: v for k, v in run.headers().items() if k.startswith("x-toolshim-")}
     return ChatOutput(headers, run, run.aclose)
+
+
+async def _raw_batches(run: ChatRun, direct: SseWriter | None
+                       ) -> AsyncIterator[list[ChunkOut]]:
+    try:
+        async for batch in run.batches(direct):
+            yield batch
+    finally:
+        await run.aclose()  # shielded inside; accounts the request once
 
 
 async def _run_batches(run: ChatRun, direct: SseWriter | None) -> AsyncIterator[list[Chunk]]:

@@ -109,6 +109,7 @@ def forward_headers(incoming: Mapping[str, str], upstream: Upstream,
     out: dict[str, str] = {}
     named: set[str] = set()
     client_auth = None
+    keep_api_key = keep_client_auth and not upstream.api_key
     for key, value in incoming.items():
         lowered = key.lower()
         if lowered == "authorization":
@@ -116,6 +117,8 @@ def forward_headers(incoming: Mapping[str, str], upstream: Upstream,
                 client_auth = value
         elif lowered == "x-goog-api-key":
             continue  # the Gemini door's key for toolshim: no chat backend reads it
+        elif lowered == "x-api-key" and not keep_api_key:
+            continue  # the Anthropic door's key for toolshim (or the upstream's own is sent)
         elif lowered not in HOP_BY_HOP:
             out[key] = value
         elif lowered == "connection":

@@ -141,6 +141,8 @@ def toolshim_headers(ex: Exchange) -> dict[str, str]:
     rec = ex.record
     headers = {"x-request-id": rec.request_id,
                "x-toolshim-overhead-ms": f"{ex.overhead_ms():.2f}"}
+    if rec.model:
+        headers["x-toolshim-model"] = rec.model  # the served model, an alias's target
     if rec.rung:
         headers["x-toolshim-rung"] = rec.rung
     if rec.retries:

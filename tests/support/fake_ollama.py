@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,8 @@ class Reply:
     """exact SSE bytes to send instead (garbage, resets, vLLM deltas)."""
     reset_after: int | None = None
     """close the connection abruptly after this many events."""
+    load: float = 0.0
+    """seconds before the answer's headers, as Ollama loading a model sends nothing."""
     status: int = 200
     body: bytes | None = None
     content_type: str = "application/json"
@@ -92,6 +94,8 @@ class FakeOllama:
         self.api_key: str | None = None
         """set: every endpoint wants `Authorization: Bearer <api_key>` and otherwise
         answers 401 repeating the Authorization and X-Api-Key it got (`_denied`)."""
+        self.script: Callable[[dict[str, Any]], Reply] | None = None
+        """set: every chat answer is played from the request (support/scripted_model.py)."""
         self.lock = threading.Lock()
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -126,8 +130,13 @@ class FakeOllama:
         if body.get("tools") and not self.models[model]["tools"]:
             return Response(no_tools_body(body["model"], self.legacy), status_code=400,
                             media_type="application/json")
-        queue = self.replies.get(model) or [Reply(content=["Hello", " from ", model])]
-        reply = queue.pop(0) if len(queue) > 1 else queue[0]
+        if self.script is not None:
+            reply = self.script(body)
+        else:
+            queue = self.replies.get(model) or [Reply(content=["Hello", " from ", model])]
+            reply = queue.pop(0) if len(queue) > 1 else queue[0]
+        if reply.load:
+            await asyncio.sleep(reply.load)
         if reply.status != 200 or reply.body is not None:
             return Response(reply.body or b"", status_code=reply.status,
                             media_type=reply.content_type)
