@@ -17,6 +17,13 @@ from proxy.formats import (
     deepseek_v32,
     functionary,
     glm45,
+    # The 2026 families (gemma4 .. longcat), grouped.
+    gemma4,
+    functiongemma,
+    olmo3,
+    seed_oss,
+    step3,
+    longcat,
     gpt_oss,
     granite,
     hermes,
@@ -66,6 +73,13 @@ FORMATS: dict[str, TextFormat] = {fmt.name: fmt for fmt in (
     command_r7b.FORMAT,
     gpt_oss.FORMAT,
     deepseek_v32.FORMAT,
+    # The 2026 families, grouped.
+    gemma4.FORMAT,
+    functiongemma.FORMAT,
+    olmo3.FORMAT,
+    seed_oss.FORMAT,
+    step3.FORMAT,
+    longcat.FORMAT,
 )}
 
 # Special-token formats first (a marker that cannot be prose), text tags next,
@@ -82,6 +96,14 @@ _ORDER = (
     "command_r7b",
     "internlm2",
     "apertus",
+    # The 2026 families, grouped: special tokens or own tags; seed_oss before
+    # qwen3_coder_xml, which also reads its wrapper, so the report names it.
+    "gemma4",
+    "functiongemma",
+    "step3",
+    "seed_oss",
+    "longcat",
+    "olmo3",
     "mistral",
     "phi4_mini",
     "lfm2",

@@ -151,7 +151,7 @@ _OPEN_ENDED = frozenset({"<|START_THINKING|>", "<|python_tag|>", "<|python_start
 # What a call's text begins with after any other marker (and blanks), in every format:
 # a JSON value, a tag, a quoted name or a fence; or a word, handled apart: an offered
 # tool's name (GLM-4.5, Mistral v11, `<function=name>`) or `function` (DeepSeek V3's
-# `function<sep>`, Kimi's `functions.name:0`).
+# `function<sep>`, Kimi's `functions.name:0`) or `call:` (Gemma 4, FunctionGemma).
 _CALL_OPENERS = frozenset("{[<\"'`~(")
 
 
@@ -166,7 +166,7 @@ def opens_nothing(marker: str, after: str, tools: Iterable[str]) -> bool:
         return False
     # `word.startswith(rest)`: the text ends inside what may become the word.
     return not any(rest.startswith(word) or word.startswith(rest)
-                   for word in (*tools, "function"))
+                   for word in (*tools, "function", "call:"))
 _GENERIC_START = re.compile(r"(?m)^[ \t]*([{\[]|```|~~~)")
 
 

@@ -44,7 +44,7 @@ NEGATIVES = [c for c in CASES if not c["expect_calls"]]
 OWN_FORMAT_CASES = [c for c in CASES if c["format"] in FORMATS and "<think>" not in c["content"]]
 # Values are raw text in the markup, typed by the schema: a value cannot hold
 # its own closing markup and edge whitespace belongs to the markup.
-RAW_TEXT_VALUES = {"deepseek_v32", "glm45", "minimax_m2", "qwen3_coder_xml"}
+RAW_TEXT_VALUES = {"deepseek_v32", "glm45", "minimax_m2", "qwen3_coder_xml", "seed_oss", "step3"}
 
 
 def _calls(calls: Any) -> list[dict[str, Any]]:
