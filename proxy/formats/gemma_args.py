@@ -25,7 +25,9 @@ from proxy.types import JSON
 _HEAD = re.compile(r"\s*call:([A-Za-z_][\w.\-]*)\s*(?=\{)")
 _WORD = re.compile(r"[A-Za-z_][\w.\-]*")
 _BARE_KEY = re.compile(r"[^\s:{}\[\],\"<]+")
-_BARE_VALUE = re.compile(r"[^,}\]]*")
+# A bare value (a number, a word) ends at a separator, a line end or markup: never
+# scanning on to the end of the reply, once per marker (quadratic on hostile text).
+_BARE_VALUE = re.compile(r"[^,}\]\n<]*")
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _WORDS: dict[str, Any] = {"true": True, "false": False, "null": None,

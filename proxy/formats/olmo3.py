@@ -35,8 +35,11 @@ get_weather(city="Paris", days=3)
 
 def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     start = at + len(_OPEN)
-    close = text.find(_CLOSE, start)
-    end = close if close >= 0 else len(text)
+    # Without a close, the calls run to the next opener at most: each opener parses
+    # its own stretch once, never the rest of the reply again.
+    following = text.find(_OPEN, start)
+    close = text.find(_CLOSE, start, following if following >= 0 else len(text))
+    end = close if close >= 0 else following if following >= 0 else len(text)
     parts = call_lines(text[start:end])
     if parts is None:
         return None

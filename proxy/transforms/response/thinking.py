@@ -41,6 +41,8 @@ class _Splitter:
         """what ends the reasoning we are in: its opener's close, any close when the
         reply started inside (the opener was in the prompt)."""
         self.held = ""
+        self.channel_name = False
+        """just inside Gemma 4's `<|channel>`: its name (`thought` + newline) is markup."""
         self.section: list[str] | None = None
         """inside reasoning, held from a Kimi section marker on: reasoning if a
         close tag follows, the answer's tool section if the reply ends first."""
@@ -61,6 +63,12 @@ class _Splitter:
         reasoning: list[str] = []
         while buf:
             if self.inside:
+                if self.channel_name:
+                    if _CHANNEL_NAME.startswith(buf):
+                        self.held = buf  # the name may still be coming
+                        break
+                    buf = buf.removeprefix(_CHANNEL_NAME)
+                    self.channel_name = False
                 end = think_end(buf, 0, self.closes)
                 if end is None:
                     keep = len(buf) - marker_set((*self.closes, *THINK_BREAKERS)).partial_suffix(buf)
@@ -98,6 +106,7 @@ class _Splitter:
             self.inside = tag in REASONING
             if self.inside:
                 self.closes = (REASONING[tag],)
+                self.channel_name = tag == _CHANNEL
             self.fresh = False
         text = "".join(content)
         if self.fresh and text.strip():
@@ -205,6 +214,10 @@ class ThinkingSplit:
         if reasoning and self._policy == "move":
             out["reasoning_content"] = (out.get("reasoning_content") or "") + reasoning
         return out
+
+
+_CHANNEL, _CHANNEL_NAME = "<|channel>", "thought\n"
+"""Gemma 4 names its reasoning channel (ollama model/parsers/gemma4.go strips it too)."""
 
 
 def _may_tag(text: str) -> bool:

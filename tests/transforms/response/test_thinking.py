@@ -267,3 +267,14 @@ def test_split_invariance_for_other_families(
     bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
     pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
     assert _run(policy, pieces)[:2] == _run(policy, [text])[:2]
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 1000])
+def test_gemma4s_channel_name_is_markup(size: int) -> None:
+    # ollama model/parsers/gemma4_test.go TestGemma4Parser_Streaming: "thought\n" goes.
+    text = "<|channel>thought\nLet me think...<channel|>The answer is 42."
+    pieces = [text[i : i + size] for i in range(0, len(text), size)]
+    assert _run("move", pieces)[:2] == ("The answer is 42.", "Let me think...")
+    other = "<|channel>thoughtful<channel|>A"  # not the name: all of it is reasoning
+    assert _run("move", [other[i : i + size] for i in range(0, len(other), size)])[:2] == (
+        "A", "thoughtful")
