@@ -48,9 +48,13 @@ def tags_pattern(tags: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(t) for t in sorted(tags, key=len, reverse=True)))
 
 
+_ANY_TAG = tags_pattern(REASONING_TAGS)
+_ANY_OPEN = tags_pattern(THINK_OPENS)
+
+
 def first_tag(text: str, start: int = 0) -> tuple[int, str] | None:
     """Where the first reasoning marker (open or close, any family) at or after start is."""
-    found = tags_pattern(REASONING_TAGS).search(text, start)
+    found = _ANY_TAG.search(text, start)
     return (found.start(), found.group()) if found else None
 
 
@@ -77,10 +81,12 @@ class TagWatch:
     tail: str = ""
     keep: int = field(init=False)
     firsts: tuple[str, ...] = field(init=False)
+    pattern: re.Pattern[str] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.keep = max(len(tag) for tag in self.tags) - 1
         self.firsts = tuple(sorted({tag[0] for tag in self.tags}))
+        self.pattern = tags_pattern(self.tags)
 
     def seen(self, delta: str) -> bool:
         if not self.tail and not any(first in delta for first in self.firsts):
@@ -88,7 +94,7 @@ class TagWatch:
         text = self.tail + delta
         tail = text[-self.keep :]
         self.tail = tail if any(first in tail for first in self.firsts) else ""
-        return tags_pattern(self.tags).search(text) is not None
+        return self.pattern.search(text) is not None
 
 
 def think_end(text: str, start: int, closes: tuple[str, ...] = THINK_CLOSES
@@ -117,8 +123,7 @@ def split_reasoning(text: str) -> list[tuple[str, bool]]:
     pos = orphan_close(text) or 0
     if pos:
         pieces.append((text[:pos], True))
-    opens = tags_pattern(THINK_OPENS)
-    while (opened := opens.search(text, pos)) is not None:
+    while (opened := _ANY_OPEN.search(text, pos)) is not None:
         pieces.append((text[pos : opened.start()], False))
         end = think_end(text, opened.end(), (REASONING[opened.group()],))
         stop = end[1] if end is not None else len(text)

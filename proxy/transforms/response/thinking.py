@@ -89,7 +89,7 @@ class _Splitter:
                 continue
             found = first_tag(buf)
             if found is None:
-                keep = len(buf) - marker_set(REASONING_TAGS).partial_suffix(buf)
+                keep = len(buf) - _ANY_PARTIAL.partial_suffix(buf)
                 content.append(buf[:keep])
                 self.held = buf[keep:]
                 break
@@ -216,6 +216,7 @@ class ThinkingSplit:
         return out
 
 
+_ANY_PARTIAL = marker_set(REASONING_TAGS)
 _CHANNEL, _CHANNEL_NAME = "<|channel>", "thought\n"
 """Gemma 4 names its reasoning channel (ollama model/parsers/gemma4.go strips it too)."""
 
