@@ -499,7 +499,8 @@ def _starts_reasoning(data: bytes) -> bool | None:
     stripped = text.lstrip() if isinstance(text, str) else ""
     if not stripped:
         return None
-    return any(m.startswith(stripped[:len(m)]) for m in REASONING_TAGS)
+    # Every marker starts with "<" or "[": most answers are settled by their first character.
+    return stripped[0] in "<[" and any(m.startswith(stripped[:len(m)]) for m in REASONING_TAGS)
 
 
 def plain_content(chunk: dict[str, Any], role_ok: bool = False) -> str | None:

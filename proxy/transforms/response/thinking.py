@@ -173,7 +173,7 @@ class ThinkingSplit:
         # and with nothing held, is content as it stands (what `_Splitter.push` finds).
         split = self._split
         return self._policy == "pass" or (not split.inside and not split.holds()
-                                          and not _may_tag(text))
+                                          and "<" not in text and "[" not in text)
 
     def plain_run_ok(self, texts: list[str], joined: str) -> int:
         # Up to the first text that may hold a marker: noting one without changes nothing.
@@ -182,7 +182,7 @@ class ThinkingSplit:
         split = self._split
         if split.inside or split.holds():
             return 0
-        return next(i for i, text in enumerate(texts) if _may_tag(text))
+        return next(i for i, text in enumerate(texts) if "<" in text or "[" in text)
 
     def take_plain(self, chunk: Chunk, text: str) -> None:
         if self._policy != "pass":
@@ -220,7 +220,3 @@ _ANY_PARTIAL = marker_set(REASONING_TAGS)
 _CHANNEL, _CHANNEL_NAME = "<|channel>", "thought\n"
 """Gemma 4 names its reasoning channel (ollama model/parsers/gemma4.go strips it too)."""
 
-
-def _may_tag(text: str) -> bool:
-    """Whether text holds a character a reasoning marker starts with."""
-    return "<" in text or "[" in text
