@@ -23,6 +23,7 @@ from proxy.api.admin import admin_capabilities
 from proxy.api.passthrough import forward, list_models
 from proxy.api.responses_route import create_response, delete_response, get_response
 from proxy.api.responses_store import ResponsesStore
+from proxy.backends.egress import egress_plan
 from proxy.backends.upstream import Upstream, fetch_listing, make_upstream
 from proxy.capabilities.store import CapabilityStore
 from proxy.chat import chat_completions
@@ -48,11 +49,14 @@ _READY_WINDOW = 30.0
 
 def build_services(settings: Settings, telemetry: Telemetry | None = None) -> Services:
     upstreams = {}
+    ways_out = egress_plan(settings, os.environ, log)
     for root in settings.all_upstreams():
         env_name = settings.key_env_for(root)
         key = os.environ.get(env_name) if env_name else None
+        egress, tls = ways_out[root]
         upstreams[root] = make_upstream(root, key, settings.connect_timeout,
-                                        settings.read_timeout, settings.max_concurrency)
+                                        settings.read_timeout, settings.max_concurrency,
+                                        egress=egress, tls=tls)
     telemetry = telemetry or Telemetry(log)
     store = CapabilityStore(settings.capabilities, check_interval=settings.reload_interval,
                             max_learned=settings.max_learned,
@@ -151,7 +155,8 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
                           exception_handlers={HTTPException: _http_error, ApiError: _api_error,
                                               Exception: _unexpected})
     app.state.drain = drain
-    app.state.responses = ResponsesStore(settings.responses_store_size, settings.responses_ttl)
+    app.state.responses = ResponsesStore(settings.responses_store_size, settings.responses_ttl,
+                                         int(settings.responses_store_mb * 1024 * 1024))
     return app
 
 

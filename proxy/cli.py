@@ -41,9 +41,12 @@ def _serve(argv: list[str]) -> int:
         "whatever model is loaded. Subcommands: serve (default), check, probe.")
     add_arguments(parser)
     args = parser.parse_args(argv)
+    from proxy.backends.egress import EgressError, egress_plan
+
     try:
         settings = load_settings(args)
-    except SettingsError as exc:
+        egress_plan(settings, os.environ, None)  # a CA file or proxy that cannot work
+    except (SettingsError, EgressError) as exc:
         parser.error(str(exc))
     from proxy.observability.logs import setup_logging
 
@@ -124,6 +127,8 @@ def _probe(argv: list[str]) -> int:
     parser.add_argument("--all", action="store_true", help="every model the upstreams list")
     parser.add_argument("--upstream", dest="upstreams", action="append", metavar="URL")
     parser.add_argument("--capabilities", metavar="PATH")
+    parser.add_argument("--ca-bundle", metavar="FILE",
+                        help="CAs upstream certificates must chain to (TOOLSHIM_CA_BUNDLE)")
     args = parser.parse_args(argv)
     if not args.models and not args.all:
         parser.error("name a MODEL or use --all")
@@ -131,10 +136,14 @@ def _probe(argv: list[str]) -> int:
         settings = load_settings(args)
     except SettingsError as exc:
         parser.error(str(exc))
+    from proxy.backends.egress import tls_context
     from proxy.backends.probe import run_probe_cli
 
+    # Without a bundle httpx reads SSL_CERT_FILE and the proxy variables itself.
+    verify = tls_context(settings.ca_bundle, os.environ) if settings.ca_bundle else True
     return asyncio.run(run_probe_cli(args.models, list(settings.upstreams),
-                                     settings.capabilities, args.all, sys.stdout))
+                                     settings.capabilities, args.all, sys.stdout,
+                                     verify=verify))
 
 
 def _validate(argv: list[str]) -> int:

@@ -94,7 +94,20 @@ class Settings(BaseModel):
     ollama_default_ctx: int = Field(4096, gt=0)
     """The window Ollama loads a model with when nobody asked for one (num_ctx: auto)."""
     responses_store_size: int = Field(1000, ge=0)
+    responses_store_mb: float = Field(256.0, ge=0)
+    """megabytes (MiB) the stored responses may take, besides their count."""
     responses_ttl: float = Field(3600.0, gt=0)
+    ca_bundle: str | None = None
+    """PEM file of the CAs upstream certificates must chain to (instead of the defaults)."""
+    upstream_transports: tuple[tuple[str, Literal["httpx", "wire"]], ...] = ()
+    """(upstream root URL, transport): overrides the choice backends/egress.py makes."""
+
+    @field_validator("ca_bundle")
+    @classmethod
+    def _readable_bundle(cls, value: str | None) -> str | None:
+        if value and not os.path.isfile(value):
+            raise ValueError(f"no such file: {value}")
+        return value or None
 
     @field_validator("upstreams")
     @classmethod
@@ -109,6 +122,10 @@ class Settings(BaseModel):
 
     def key_env_for(self, root: str) -> str | None:
         return dict(self.upstream_key_envs).get(root)
+
+    def transport_for(self, root: str) -> Literal["httpx", "wire"] | None:
+        """The transport --upstream-transport set for `root`, else None (egress decides)."""
+        return dict(self.upstream_transports).get(root)
 
     def kind_for(self, root: str) -> str | None:
         """"ollama" / "openai" when set by --upstream-kind, else None (ask the upstream)."""
@@ -166,10 +183,13 @@ ENV_NAMES: Mapping[str, str] = {
     "upstream_kinds": "TOOLSHIM_UPSTREAM_KIND",
     "ollama_default_ctx": "TOOLSHIM_OLLAMA_DEFAULT_CTX",
     "responses_store_size": "TOOLSHIM_RESPONSES_STORE_SIZE",
+    "responses_store_mb": "TOOLSHIM_RESPONSES_STORE_MB",
     "responses_ttl": "TOOLSHIM_RESPONSES_TTL",
+    "ca_bundle": "TOOLSHIM_CA_BUNDLE",
+    "upstream_transports": "TOOLSHIM_UPSTREAM_TRANSPORT",
 }
 _LISTS = {"upstreams", "api_keys"}
-_PAIRS = {"routes", "upstream_key_envs", "upstream_kinds"}
+_PAIRS = {"routes", "upstream_key_envs", "upstream_kinds", "upstream_transports"}
 _BOOLS = {"protect_metrics", "probe", "log_prompts", "shared_limits"}
 
 
@@ -243,8 +263,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--responses-store-size", type=int,
         help="responses kept for previous_response_id and GET; 0 keeps none "
              "(TOOLSHIM_RESPONSES_STORE_SIZE, default 1000)")
+    add("--responses-store-mb", type=float, metavar="MB",
+        help="memory the stored responses may take, oldest dropped first; a response larger "
+             "than this is not stored (TOOLSHIM_RESPONSES_STORE_MB, default 256)")
     add("--responses-ttl", type=float,
         help="seconds a stored response is kept (TOOLSHIM_RESPONSES_TTL, default 3600)")
+    add("--ca-bundle", metavar="FILE",
+        help="PEM file of the CAs that upstream TLS certificates must chain to, instead of "
+             "the default roots (TOOLSHIM_CA_BUNDLE; else SSL_CERT_FILE is honoured)")
+    add("--upstream-transport", dest="upstream_transports", action="append",
+        metavar="URL=TRANSPORT",
+        help="httpx or wire for that upstream; default httpx for https or a proxy from "
+             "HTTP(S)_PROXY, wire otherwise; repeatable (TOOLSHIM_UPSTREAM_TRANSPORT, "
+             "comma-separated)")
 
 
 def _from_env(name: str, raw: str) -> object:
@@ -295,6 +326,10 @@ def load_settings(args: argparse.Namespace | None = None,
             values["upstream_kinds"] = [
                 (upstream_root(u), k.lower())
                 for u, k in _pairs(values["upstream_kinds"], "an upstream kind")]  # type: ignore[arg-type]
+        if "upstream_transports" in values:
+            values["upstream_transports"] = [
+                (upstream_root(u), t.lower())
+                for u, t in _pairs(values["upstream_transports"], "an upstream transport")]  # type: ignore[arg-type]
         return Settings.model_validate(values)
     except (ValidationError, ValueError) as exc:
         raise SettingsError(_describe(exc)) from None

@@ -103,6 +103,8 @@ class Profile:
     max_iterations: int = 5
     server_tools_budget: float = 120.0
     """seconds the whole server-tool loop may take."""
+    max_server_tool_calls: int = 16
+    """distinct server-tool calls one turn may run (a model may emit hundreds)."""
     sources: Mapping[str, str] = field(default_factory=dict)
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any, NotRequired
 from pydantic import ConfigDict, Field, StrictBool, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
-from proxy.errors import ApiError
+from proxy.errors import ApiError, check_model_name
 from proxy.types import JSON, ChatRequest, Message, ToolDef
 
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
@@ -75,6 +75,7 @@ def validate(body: Any) -> JSON:
         err = exc.errors()[0]
         # The body's checked fields are all top-level; deeper loc parts name union members.
         raise bad(str(err["loc"][0]) if err["loc"] else "body", err["msg"]) from None
+    check_model_name(body["model"])
     return body
 
 

@@ -9,6 +9,7 @@ a backend that does not answer leaves the model unknown, never "off".
 from __future__ import annotations
 
 import asyncio
+import ssl
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -99,7 +100,8 @@ async def list_models(client: httpx.AsyncClient, root_url: str, timeout: float =
 
 
 async def run_probe_cli(
-    models: list[str], upstreams: list[str], capabilities_path: str, all_models: bool, out: TextIO
+    models: list[str], upstreams: list[str], capabilities_path: str, all_models: bool, out: TextIO,
+    *, verify: ssl.SSLContext | bool = True,
 ) -> int:
     """Probe models, print one line each, record the answers.
 
@@ -109,7 +111,7 @@ async def run_probe_cli(
     roots = [server_root(u) for u in upstreams]
     store = CapabilityStore(capabilities_path)
     failures: list[int] = []
-    async with httpx.AsyncClient() as client:
+    async with httpx.AsyncClient(verify=verify) as client:
         targets: list[tuple[str, list[str]]] = [(m, roots) for m in models]
         if all_models:
             for root in roots:

@@ -1,17 +1,20 @@
 """Pooled HTTP clients to the backends, sending, and transport-error mapping.
 
 One `httpx.AsyncClient` per upstream for the app's life, over our own lean
-HTTP/1.1 transport (backends/wire.py: keep-alive pool, httptools parser).
-The chat and pass-through hot path hands its request straight to that
-transport (`send`): `AsyncClient.send` adds auth, redirect and cookie
-handling a backend call never needs (and a cookie jar shared by every client
-of the proxy is not something to keep). This module makes no decisions:
-which upstream, whether to retry, what to change are the callers'.
+HTTP/1.1 transport (backends/wire.py: keep-alive pool, httptools parser), or
+over httpx's own transport where a proxy or https applies (backends/egress.py
+decides which at start-up). The chat and pass-through hot path hands its
+request straight to the transport (`send`): `AsyncClient.send` adds auth,
+redirect and cookie handling a backend call never needs (and a cookie jar
+shared by every client of the proxy is not something to keep). This module
+makes no decisions: which upstream, whether to retry, what to change are the
+callers'.
 """
 
 from __future__ import annotations
 
 import base64
+import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -20,8 +23,9 @@ from typing import Any
 import httpx
 import orjson
 
+from proxy.backends.egress import Egress
 from proxy.backends.wire import WireTransport
-from proxy.errors import ApiError
+from proxy.errors import MAX_MODEL_NAME, ApiError
 from proxy.settings import redact_url
 
 # RFC 9110 §7.6.1 hop-by-hop headers, plus what httpx recomputes itself.
@@ -41,7 +45,9 @@ class Upstream:
 
     urls: dict[str, httpx.URL] = field(default_factory=dict, repr=False)
     wire: WireTransport | None = field(default=None, repr=False)
-    """the client's transport, for `send` to hand requests to directly."""
+    """the client's transport when it is ours, for `send` to hand requests to directly."""
+    transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False)
+    """the client's transport when it is httpx's (a proxy or https applies), likewise."""
     basic_auth: str | None = field(default=None, init=False, repr=False)
     timeouts: dict[str, float | None] = field(default_factory=dict, init=False, repr=False)
 
@@ -63,11 +69,29 @@ class Upstream:
 
 
 def make_upstream(root: str, api_key: str | None, connect_timeout: float,
-                  read_timeout: float, max_connections: int) -> Upstream:
-    """An upstream with its client over our transport (`send` hands requests to it)."""
+                  read_timeout: float, max_connections: int, *,
+                  egress: Egress | None = None, tls: ssl.SSLContext | None = None) -> Upstream:
+    """An upstream with its client over the transport `egress` names (our own by
+    default); `send` hands requests to it. `tls`: whom certificates must chain to."""
     timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=read_timeout,
                             pool=connect_timeout)
-    wire = WireTransport(max_connections=max_connections, max_idle=256, keepalive_expiry=30.0)
+    if egress is not None and egress.transport == "httpx":
+        # trust_env=False: the proxy is the one egress chose, not a second reading of the
+        # environment (which would also let SSL_CERT_FILE override --ca-bundle).
+        proxy = None
+        if egress.proxy:  # an https:// proxy is trusted like the upstreams (httpcore refuses
+            # a context for an http:// one)
+            https_proxy = egress.proxy.startswith("https://")
+            proxy = httpx.Proxy(egress.proxy, ssl_context=tls if https_proxy else None)
+        transport = httpx.AsyncHTTPTransport(
+            verify=tls if tls is not None else True, proxy=proxy, trust_env=False,
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=256,
+                                keepalive_expiry=30.0))
+        client = httpx.AsyncClient(base_url=root, transport=transport, timeout=timeout,
+                                   trust_env=False)
+        return Upstream(root, client, api_key=api_key, transport=transport)
+    wire = WireTransport(max_connections=max_connections, max_idle=256, keepalive_expiry=30.0,
+                         tls=tls)
     client = httpx.AsyncClient(base_url=root, transport=wire, timeout=timeout, trust_env=False)
     return Upstream(root, client, api_key=api_key, wire=wire)
 
@@ -127,10 +151,13 @@ async def send(upstream: Upstream, method: str, path: str, *, content: bytes | N
         if upstream.wire is not None:
             response = await upstream.wire.send(method, upstream.url(path), headers, content,
                                                 upstream.timeouts)
-        else:  # a client built elsewhere (tests hand in their own)
+        else:
             request = httpx.Request(method, upstream.url(path), content=content,
                                     headers=headers, extensions={"timeout": upstream.timeouts})
-            response = await upstream.client.send(request, stream=True)
+            if upstream.transport is not None:
+                response = await upstream.transport.handle_async_request(request)
+            else:  # a client built elsewhere (tests hand in their own)
+                response = await upstream.client.send(request, stream=True)
     except httpx.TransportError as exc:
         raise transport_error(exc, upstream.root) from None
     upstream.last_answer = time.monotonic()
@@ -167,15 +194,42 @@ def body_stream(response: httpx.Response) -> httpx.AsyncByteStream:
 def transport_error(exc: httpx.TransportError, root: str) -> ApiError:
     """Map a transport failure to 502/504 with a message that names no secrets.
 
-    Only a real timeout is a 504; a refused or reset connection is 'unavailable'."""
+    Only a real timeout is a 504; a refused or reset connection is 'unavailable'.
+    A certificate the upstream's TLS showed and we do not trust says so: it is the
+    one failure a person fixes with a setting, not by starting a backend."""
     if isinstance(exc, httpx.TimeoutException):
         return ApiError(504, f"upstream {redact_url(root)} timed out", type_="timeout_error",
                         code="upstream_timeout")
+    untrusted = _certificate_failure(exc)
+    if untrusted is not None:
+        return ApiError(502, f"upstream {redact_url(root)}: certificate verify failed "
+                             f"({untrusted}): its TLS certificate is not trusted; give its CA "
+                             f"with --ca-bundle (TOOLSHIM_CA_BUNDLE) or SSL_CERT_FILE",
+                        type_="api_error", code="upstream_certificate_untrusted")
+    if isinstance(exc, httpx.ProxyError):
+        return ApiError(502, f"upstream {redact_url(root)}: the HTTP proxy refused the "
+                             f"request ({str(exc)[:200]})",
+                        type_="api_error", code="upstream_unavailable")
     return ApiError(502, f"upstream {redact_url(root)} is unreachable or closed the connection",
                     type_="api_error", code="upstream_unavailable")
 
 
+def _certificate_failure(exc: BaseException) -> str | None:
+    """OpenSSL's reason when a certificate check is somewhere in the causes (httpx and
+    httpcore each wrap it once; wire.py once), else None."""
+    seen = 0
+    cause: BaseException | None = exc
+    while cause is not None and seen < 8:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return str(cause.verify_message or cause.reason or "unknown reason")
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return None
+
+
 _LISTING_TIMEOUT = 5.0
+_MAX_LISTED = 10_000
+"""models kept from one upstream's listing: every listed name is kept for the process's
+life (routing), so a backend cannot grow that table past this per listing."""
 
 
 async def fetch_listing(upstream: Upstream) -> list[dict[str, Any]] | None:
@@ -190,4 +244,12 @@ async def fetch_listing(upstream: Upstream) -> list[dict[str, Any]] | None:
         data = orjson.loads(response.content).get("data")
     except (orjson.JSONDecodeError, AttributeError):
         return None
-    return [e for e in data or [] if isinstance(e, dict)]
+    if not isinstance(data, list):
+        return []
+    return [e for e in data[:_MAX_LISTED] if isinstance(e, dict) and _askable(e.get("id"))]
+
+
+def _askable(name: object) -> bool:
+    """A name a client may ask for (errors.MAX_MODEL_NAME; `m` finds Ollama's `m:latest`):
+    any other is not worth a table entry."""
+    return isinstance(name, str) and 0 < len(name.removesuffix(":latest")) <= MAX_MODEL_NAME

@@ -23,7 +23,8 @@ that allows it; an answer abandoned half-read closes its connection. A pooled
 connection the server closed while idle fails before a single byte arrives:
 such a request is sent again once, on a new connection.
 
-Not here (no backend we speak to needs them): HTTP/2, proxies, Expect:
+Not here (no backend we speak to needs them): HTTP/2, proxies (an upstream
+behind one goes through httpx's transport: backends/egress.py), Expect:
 100-continue, request bodies that stream (bodies are read whole first).
 """
 
@@ -362,12 +363,13 @@ class WireTransport(httpx.AsyncBaseTransport):
     """httpx transport: HTTP/1.1 keep-alive connections per (scheme, host, port)."""
 
     def __init__(self, *, max_connections: int, max_idle: int = 256,
-                 keepalive_expiry: float = 30.0) -> None:
+                 keepalive_expiry: float = 30.0, tls: ssl.SSLContext | None = None) -> None:
         self.max_idle = max_idle
         self.keepalive_expiry = keepalive_expiry
         self.idle: dict[Key, collections.deque[_Connection]] = {}
         self.slots = asyncio.Semaphore(max(1, max_connections))
-        self._ssl: ssl.SSLContext | None = None
+        self._ssl = tls
+        """whom an https upstream's certificate must chain to (backends/egress.py)."""
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

@@ -54,6 +54,7 @@ _PROFILE_FIELDS: Mapping[str, str] = {
     "server_tools": "server_tools",
     "max_iterations": "max_iterations",
     "server_tools_budget": "server_tools_budget",
+    "max_server_tool_calls": "max_server_tool_calls",
 }
 
 

@@ -193,11 +193,14 @@ class ModelEntry(_Entry):
     """server-tool rounds per request before toolshim stops the loop."""
     server_tools_budget: Annotated[float, Field(gt=0, le=3600)] | None = None
     """seconds the whole server-tool loop may take."""
+    max_server_tool_calls: Annotated[int, Field(ge=1, le=256)] | None = None
+    """distinct server-tool calls one assistant turn may run; the rest are error results."""
 
     _non_null = field_validator(
         "server_tools",
         "max_iterations",
         "server_tools_budget",
+        "max_server_tool_calls",
         "tools",
         "invalid_tool_calls",
         "deny_tools",

@@ -25,7 +25,16 @@ from proxy.flow.exchange import Exchange
 from proxy.flow.run import ChatRun, DirectWriter, Turn
 from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.server_tools.host import ToolHost
-from proxy.server_tools.loop import LoopGuard, next_messages, put_back, set_aside, split_calls
+from proxy.server_tools.kept import history_call_ids, owner_of
+from proxy.server_tools.loop import (
+    LoopGuard,
+    next_messages,
+    plan_calls,
+    put_back,
+    set_aside,
+    split_calls,
+    spread,
+)
 from proxy.server_tools.runner import ToolOutcome
 from proxy.sse import KEEPALIVE
 from proxy.transforms.response import ResponsePipeline
@@ -70,7 +79,11 @@ class LoopTurn:
         self.ex, self.profile, self.upstream, self.host = ex, profile, upstream, host
         self.open_turn = open_turn
         self.server_names = {t["function"]["name"] for t in server}
-        self.messages = put_back(chat["messages"], host.set_aside)
+        # Only this client's set-aside parts, each used once: another key naming
+        # the same call ids gets nothing back.
+        self.owner = owner_of(ex.request.headers)
+        kept = host.set_aside.take(self.owner, history_call_ids(chat["messages"]))
+        self.messages = put_back(chat["messages"], kept)
         self.chat: ChatRequest = {**chat, "messages": self.messages,
                                   "tools": [*(chat.get("tools") or []), *server]}
         self.guard = LoopGuard(profile.max_iterations,
@@ -119,13 +132,14 @@ class LoopTurn:
             if stop is not None:
                 yield held.stopped(stop, self._counts())
                 return
-            outcomes: list[ToolOutcome] = []
-            async for keepalive in self._run(server, outcomes):
+            plan = plan_calls(server, self.profile.max_server_tool_calls)
+            ran: list[ToolOutcome] = []
+            async for keepalive in self._run(plan.run, ran):
                 yield keepalive
+            outcomes = spread(plan, server, ran)
             if client:  # a mixed turn: the client runs its calls; ours wait in the cache
-                part = set_aside(server, outcomes)
-                for call in client:
-                    self.host.set_aside[str(call.get("id", ""))] = part
+                self.host.set_aside.keep(self.owner, [str(c.get("id", "")) for c in client],
+                                         set_aside(server, outcomes))
                 yield held.ending(client, self._counts())
                 return
             self.messages = next_messages(self.messages, held.text, server, outcomes)

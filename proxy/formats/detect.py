@@ -96,6 +96,13 @@ class TagWatch:
         self.tail = tail if any(first in tail for first in self.firsts) else ""
         return self.pattern.search(text) is not None
 
+    def would_see(self, delta: str) -> bool:
+        """What `seen(delta)` would answer, without keeping anything. Pure."""
+        if not self.tail and "<" not in delta:
+            return False
+        text = self.tail + delta
+        return any(tag in text for tag in self.tags)
+
 
 def think_end(text: str, start: int, closes: tuple[str, ...] = THINK_CLOSES
               ) -> tuple[int, int] | None:

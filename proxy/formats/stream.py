@@ -134,6 +134,10 @@ class StreamRecovery:
         """
         if not self.holds_nothing():
             return False
+        if self._undecided and self._tags.would_see(text):
+            # A think tag settles the reasoning (`_settle_reasoning`): after an orphan
+            # close tag the answer starts again, where a line-start call may stand.
+            return False
         if self._quiet.search(text) is None and not (
                 self._at_start and not self._line and self._lead(text) is not None):
             # No character a marker, a line-start block or a fence needs (nor, at the
@@ -158,6 +162,8 @@ class StreamRecovery:
         beginning. Otherwise (something held, the answer's start): 0, ask alone."""
         if not self.holds_nothing() or self._at_start:
             return 0
+        if self._undecided and self._tags.would_see(joined):
+            return 0  # a think tag settles the reasoning: ask each text alone
         found = self._quiet.search(joined)
         partial = self._marker_set.partial_suffix
         if found is None and all(partial(text) == 0 for text in texts):

@@ -24,6 +24,9 @@ MAX_DEPTH = 60
 MAX_DIGITS = 400
 """decimal digits an integer result may reach (a googol has 101)."""
 MAX_FACTORIAL = 500
+MAX_NDIGITS = MAX_DIGITS
+"""`round(x, n)` with |n| past this is refused: for an integer x and a negative n,
+Python builds 10**-n first, so `round(1, -10**8)` alone would take minutes."""
 
 Number = int | float
 
@@ -53,12 +56,21 @@ def _factorial(n: Number) -> int:
     return math.factorial(int(n))
 
 
+def _round(x: Number, ndigits: Number | None = None) -> Number:
+    if ndigits is None:
+        return round(x)
+    if not isinstance(ndigits, int) or abs(ndigits) > MAX_NDIGITS:
+        raise CalculatorError(f"round takes a whole number of digits from -{MAX_NDIGITS} "
+                              f"to {MAX_NDIGITS}")
+    return round(x, ndigits)
+
+
 def _log(x: Number, base: Number | None = None) -> float:
     return math.log(x) if base is None else math.log(x, base)
 
 
 _FUNCTIONS: dict[str, Callable[..., Number]] = {
-    "abs": abs, "round": round, "min": min, "max": max,
+    "abs": abs, "round": _round, "min": min, "max": max,
     "sqrt": math.sqrt, "cbrt": math.cbrt, "exp": math.exp, "log": _log,
     "ln": math.log, "log10": math.log10, "log2": math.log2,
     "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin,
@@ -119,7 +131,9 @@ def _call(node: ast.Call, depth: int) -> Number:
 def _power(base: Number, exponent: Number) -> Number:
     # Bound the result before computing it: 9**9**9 would take minutes and GBs.
     if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1:
-        digits = exponent * math.log10(abs(base))
+        # |base| >= 2: an exponent past MAX_DIGITS / log10(2) is too big already, and
+        # is refused before it is turned into a float (which overflows past 1e308).
+        digits = math.inf if exponent > MAX_DIGITS * 4 else exponent * math.log10(abs(base))
         if digits > MAX_DIGITS:
             raise CalculatorError(f"result would have about {digits:.3g} digits")
     return _apply(operator.pow, base, exponent)

@@ -2,34 +2,35 @@
 
 Owns: following capabilities.yaml's `server_tools:` section (applied at start
 and again whenever a reload changes it: MCP servers start and stop with
-their entries), the http client the `http` tools use, and the bounded TTL
-cache of server calls set aside from mixed turns. Must not: put secrets in
-`state()` (it is shown on /readyz and /admin).
+their entries), the http client the `http` tools use, and the store of
+server calls set aside from mixed turns (per client, bounded). Must not: put
+secrets in `state()` (it is shown on /readyz and /admin).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import httpx
-from cachetools import TTLCache
 
 from proxy.server_tools.definitions import McpTool
-from proxy.server_tools.loop import SetAside
+from proxy.server_tools.kept import KeptCalls
 from proxy.server_tools.mcp_servers import McpServers
 from proxy.server_tools.runner import Definition, ServerTools
-
-SET_ASIDE_TTL = 3600.0
-"""seconds a mixed turn's server calls are kept for the client to send that turn back."""
 
 
 class ToolHost:
     def __init__(self) -> None:
-        self.http = httpx.AsyncClient(timeout=30, follow_redirects=False, trust_env=False)
+        # A jar that takes no cookie: what one tool's host sets must not reach the next
+        # call (another model's, another client's).
+        no_cookies = CookieJar(DefaultCookiePolicy(allowed_domains=[]))
+        self.http = httpx.AsyncClient(timeout=30, follow_redirects=False, trust_env=False,
+                                      cookies=no_cookies)
         self.mcp = McpServers()
         self.runner = ServerTools({}, self.mcp, self.http)
-        self.set_aside: TTLCache[str, SetAside] = TTLCache(4096, SET_ASIDE_TTL)
+        self.set_aside = KeptCalls()
         self._applied: Mapping[str, Definition] | None = None
 
     def sync(self, definitions: Mapping[str, Definition]) -> None:
@@ -51,4 +52,7 @@ class ToolHost:
         try:
             await self.mcp.aclose()
         finally:
-            await self.http.aclose()
+            try:
+                await self.runner.aclose()
+            finally:
+                await self.http.aclose()

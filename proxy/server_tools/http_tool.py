@@ -1,29 +1,29 @@
 """Running an `http` server tool: one allowlisted HTTP call per tool call.
 
-Owns: filling the URL template (every argument escaped), reading secret
-header values from the environment at call time, the host allowlist (checked
-for the first URL and for every redirect, and refusing hosts that resolve to
-private or loopback addresses unless the allowlist names them exactly),
-retries with backoff, a cap on the bytes read, and the `result` selector.
-Must not: follow a redirect to a host off the list, put a header value in an
-error message, or read more than the cap from the network.
+Owns: filling the URL template (every argument escaped, none climbing the
+template's path), reading secret header values from the environment at call
+time, following redirects (each checked like the first URL, by
+`http_target`), retries with backoff, and the `result` selector.
+Must not: follow a redirect off the list, send the configured headers to any
+origin but the tool's own, keep cookies from one call to the next, turn a
+URL's user info into credentials, put a header value in an error message, or
+read more than the caps (`http_body`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import fnmatch
-import ipaddress
 import os
 import re
-import socket
 from typing import Any
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import httpx
 import orjson
 
 from proxy.server_tools.definitions import ENV_REFERENCE, HttpTool
+from proxy.server_tools.http_body import ACCEPT_ENCODING, read_capped
+from proxy.server_tools.http_target import origin_of, pinned_request, resolve_target
 from proxy.server_tools.local import ToolError, as_text
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -32,8 +32,14 @@ _MAX_REDIRECTS = 3
 
 
 def fill_url(template: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The URL with `{name}` filled in (escaped, `/` included) and the unused arguments."""
+    """The URL with `{name}` filled in (escaped, `/` included) and the unused arguments.
+
+    A value in the path may not be, or decode to, a `.` or `..` segment: URL
+    normalisation (ours or the server's, after it decodes `%2e` or `%2f`)
+    would let it climb out of the template's path.
+    """
     used: set[str] = set()
+    path_end = _path_end(template)
 
     def one(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -41,10 +47,27 @@ def fill_url(template: str, arguments: dict[str, Any]) -> tuple[str, dict[str, A
             raise ToolError(f"argument {name!r} is required")
         used.add(name)
         value = arguments[name]
-        return quote(value if isinstance(value, str) else as_text(value), safe="")
+        text = value if isinstance(value, str) else as_text(value)
+        if match.start() < path_end and _climbs(text):
+            raise ToolError(f"argument {name!r} may not contain '.' or '..' path segments")
+        return quote(text, safe="")
 
     url = _PLACEHOLDER.sub(one, template)
     return url, {k: v for k, v in arguments.items() if k not in used}
+
+
+def _path_end(template: str) -> int:
+    ends = [i for i in (template.find("?"), template.find("#")) if i >= 0]
+    return min(ends) if ends else len(template)
+
+
+def _climbs(text: str) -> bool:
+    for _ in range(4):  # %252e%252e -> %2e%2e -> ..: servers decode more than once
+        decoded = unquote(text)
+        if decoded == text:
+            break
+        text = decoded
+    return any(part in (".", "..") for part in re.split(r"[/\\]", text))
 
 
 def expand_env(value: str, environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
@@ -55,41 +78,6 @@ def expand_env(value: str, environ: dict[str, str] | os._Environ[str] = os.envir
         return environ[name]
 
     return ENV_REFERENCE.sub(one, value)
-
-
-def host_allowed(host: str, allowed: list[str]) -> bool:
-    host = host.lower().rstrip(".")
-    return any(fnmatch.fnmatchcase(host, pattern.lower()) for pattern in allowed)
-
-
-async def check_host(url: str, allowed: list[str]) -> None:
-    """Refuse a URL off the allowlist, or one whose host resolves to a private address.
-
-    A private, loopback or link-local address is reachable only when the
-    allowlist names the host itself (not through a glob): `*.example.com`
-    must not become a way into the pod's own network.
-    """
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if parts.scheme not in ("http", "https") or not host:
-        raise ToolError("the tool may only call http(s) URLs")
-    if not host_allowed(host, allowed):
-        raise ToolError(f"host {host!r} is not in the tool's allowed_hosts")
-    if host in (pattern.lower() for pattern in allowed):
-        return
-    for address in await _addresses(host, parts.port or 443):
-        if not ipaddress.ip_address(address).is_global:
-            raise ToolError(f"host {host!r} resolves to a private address; list it "
-                            "exactly in allowed_hosts to allow it")
-
-
-async def _addresses(host: str, port: int) -> list[str]:
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port,
-                                                             type=socket.SOCK_STREAM)
-    except OSError:
-        raise ToolError(f"host {host!r} could not be resolved") from None
-    return [str(info[4][0]) for info in infos]
 
 
 def select(value: Any, selector: str | None) -> Any:
@@ -129,15 +117,23 @@ class _Retryable(Exception):
     """A timeout, a connection failure or a 5xx: worth another try."""
 
 
-async def _once(tool: HttpTool, url: str, rest: dict[str, Any], headers: dict[str, str],
+async def _once(tool: HttpTool, url: str, rest: dict[str, Any], secret: dict[str, str],
                 client: httpx.AsyncClient) -> str:
-    method = tool.method
+    method: str = tool.method
     body = None if method in ("GET", "DELETE") else orjson.dumps(rest)
-    params = rest if method in ("GET", "DELETE") else None
+    if body is None and rest:
+        url = str(httpx.URL(url).copy_merge_params(rest))
+    home = origin_of(url)
     for _ in range(_MAX_REDIRECTS + 1):
-        await check_host(url, tool.allowed_hosts)
-        request = client.build_request(method, url, params=params, content=body, headers={
-            **headers, **({"content-type": "application/json"} if body else {})})
+        target = await resolve_target(url, tool.allowed_hosts, home)
+        # The configured headers (secrets) go to the tool's own origin only: never
+        # to another host, port or scheme a redirect points at.
+        headers = {**(secret if target.origin == home else {}),
+                   "accept-encoding": ACCEPT_ENCODING,
+                   **({"content-type": "application/json"} if body else {})}
+        # Built here, not with client.build_request: no cookie jar, no client-wide
+        # headers or auth; each call starts clean.
+        request = pinned_request(target, method, headers, body)
         try:
             response = await client.send(request, stream=True, follow_redirects=False)
         except httpx.TimeoutException:
@@ -146,9 +142,10 @@ async def _once(tool: HttpTool, url: str, rest: dict[str, Any], headers: dict[st
             raise _Retryable("the tool's host could not be reached") from None
         try:
             if response.is_redirect and "location" in response.headers:
-                url, params = urljoin(url, response.headers["location"]), None
+                url = _redirect(url, response.headers["location"])
+                method, body = _redirect_method(method, response.status_code, body)
                 continue
-            raw = await _read_capped(response, tool.max_result_bytes)
+            raw, _ = await read_capped(response, tool.max_result_bytes, tool.max_result_bytes)
         finally:
             await response.aclose()
         if response.status_code >= 500:
@@ -160,15 +157,23 @@ async def _once(tool: HttpTool, url: str, rest: dict[str, Any], headers: dict[st
     raise ToolError("the tool's host redirected too many times")
 
 
-async def _read_capped(response: httpx.Response, cap: int) -> bytes:
-    parts: list[bytes] = []
-    size = 0
-    async for piece in response.aiter_bytes():
-        parts.append(piece)
-        size += len(piece)
-        if size > cap:
-            break
-    return b"".join(parts)
+def _redirect(url: str, location: str) -> str:
+    try:
+        nxt = str(httpx.URL(url).join(location.strip()))
+    except (httpx.InvalidURL, ValueError):
+        raise ToolError("the tool's host redirected to an invalid URL") from None
+    if "@" in urlsplit(nxt).netloc:
+        # A Location of user:pw@host would become Basic credentials: refused.
+        raise ToolError("the tool's host redirected to a URL with user info")
+    return nxt
+
+
+def _redirect_method(method: str, status: int, body: bytes | None
+                     ) -> tuple[str, bytes | None]:
+    """As browsers and httpx do: 303 (and 301/302 after a POST) become a GET without body."""
+    if status == 303 and method != "HEAD" or status in (301, 302) and method == "POST":
+        return "GET", None
+    return method, body
 
 
 def _result(raw: bytes, tool: HttpTool) -> str:

@@ -2,19 +2,24 @@
 
 Owns: turning a call's arguments into the result text the model reads, or a
 ToolError whose message the model reads instead. Must not: raise anything
-else for bad arguments (a model's mistake is a result, not a crash).
+else for bad arguments (a model's mistake is a result, not a crash), or
+import pydantic or anything heavy at run time: the builtins run in a worker
+process (`proxy.server_tools.worker`) that imports this module when it starts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
 from proxy.server_tools.calculator import CalculatorError, evaluate, format_number
-from proxy.server_tools.definitions import BuiltinTool, MockTool
+
+if TYPE_CHECKING:
+    from proxy.server_tools.definitions import BuiltinTool, MockTool
 
 
 class ToolError(Exception):
@@ -36,11 +41,15 @@ def run_mock(tool: MockTool, arguments: dict[str, Any]) -> str:
 
 
 def run_builtin(tool: BuiltinTool, arguments: dict[str, Any]) -> str:
-    if tool.builtin == "calculator":
-        return _calculator(arguments)
-    if tool.builtin == "current_time":
-        return _current_time(arguments)
-    return as_text(arguments)  # echo
+    """In this process: for tests. The runner sends builtins to its worker processes."""
+    return run_builtin_named(tool.builtin, arguments)
+
+
+def run_builtin_named(name: str, arguments: dict[str, Any]) -> str:
+    builtin = BUILTINS.get(name)
+    if builtin is None:
+        raise ToolError(f"unknown builtin {name[:64]!r}")
+    return builtin(arguments)
 
 
 def _calculator(arguments: dict[str, Any]) -> str:
@@ -66,6 +75,10 @@ def _current_time(arguments: dict[str, Any]) -> str:
     return as_text({"timezone": zone_name, "datetime": now.isoformat(timespec="seconds"),
                     "weekday": now.strftime("%A")})
 
+
+BUILTINS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "calculator": _calculator, "current_time": _current_time, "echo": as_text,
+}
 
 BUILTIN_PARAMETERS: dict[str, dict[str, Any]] = {
     "calculator": {"type": "object", "required": ["expression"], "properties": {

@@ -16,7 +16,7 @@ never loses them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -62,6 +62,48 @@ def _identity(call: Call) -> tuple[str, str]:
     except (orjson.JSONDecodeError, TypeError):
         canonical = str(raw)
     return str(function.get("name", "")), canonical
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """Which of a turn's server calls run: identical ones once, at most `cap` distinct."""
+
+    run: list[Call]
+    slots: list[int | None]
+    """per call of the turn: its index in `run`, or None past the cap."""
+    cap: int
+
+
+def plan_calls(calls: Sequence[Call], cap: int) -> TurnPlan:
+    """Identical calls (same name, same canonical arguments) share one run; the
+    distinct calls past `cap` do not run (a model can emit hundreds in one turn)."""
+    run: list[Call] = []
+    first: dict[tuple[str, str], int] = {}
+    slots: list[int | None] = []
+    for call in calls:
+        key = _identity(call)
+        if key not in first and len(run) < cap:
+            first[key] = len(run)
+            run.append(call)
+        slots.append(first.get(key))
+    return TurnPlan(run, slots, cap)
+
+
+def spread(plan: TurnPlan, calls: Sequence[Call],
+           outcomes: Sequence[ToolOutcome]) -> list[ToolOutcome]:
+    """One outcome per call of the turn, each under its own call id."""
+    out: list[ToolOutcome] = []
+    for call, slot in zip(calls, plan.slots, strict=True):
+        call_id = str(call.get("id", ""))
+        if slot is None:
+            name = str((call.get("function") or {}).get("name", ""))
+            error = (f"not run: toolshim runs at most {plan.cap} distinct server-tool "
+                     "calls per turn (max_server_tool_calls)")
+            out.append(ToolOutcome(call_id, name, False,
+                                   orjson.dumps({"error": error}).decode(), 0.0, error))
+        else:
+            out.append(replace(outcomes[slot], call_id=call_id))
+    return out
 
 
 def split_calls(calls: Sequence[Call], server_names: set[str]) -> tuple[list[Call], list[Call]]:

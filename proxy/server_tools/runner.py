@@ -22,8 +22,9 @@ import orjson
 
 from proxy.server_tools.definitions import BuiltinTool, HttpTool, McpTool, MockTool
 from proxy.server_tools.http_tool import run_http
-from proxy.server_tools.local import BUILTIN_PARAMETERS, ToolError, run_builtin, run_mock
+from proxy.server_tools.local import BUILTIN_PARAMETERS, ToolError, run_mock
 from proxy.server_tools.mcp_servers import McpServers
+from proxy.server_tools.sandbox import Sandbox
 
 Definition = MockTool | BuiltinTool | HttpTool | McpTool
 _TRUNCATED = "\n[result truncated by toolshim]"
@@ -44,10 +45,15 @@ class ToolOutcome:
 
 class ServerTools:
     def __init__(self, definitions: Mapping[str, Definition], mcp: McpServers,
-                 http: httpx.AsyncClient) -> None:
+                 http: httpx.AsyncClient, sandbox: Sandbox | None = None) -> None:
         self.definitions = dict(definitions)
         self.mcp = mcp
         self.http = http
+        self.sandbox = sandbox or Sandbox()
+        """where every builtin runs: off the event loop, killed at its timeout."""
+
+    async def aclose(self) -> None:
+        await self.sandbox.aclose()
 
     def offered(self, patterns: Sequence[str]) -> list[dict[str, Any]]:
         """OpenAI tool definitions for every server tool a pattern selects, in name order."""
@@ -96,7 +102,7 @@ class ServerTools:
         if isinstance(spec, MockTool):
             return run_mock(spec, arguments)
         if isinstance(spec, BuiltinTool):
-            return run_builtin(spec, arguments)
+            return await self.sandbox.run(spec.builtin, arguments, spec.timeout)
         if isinstance(spec, HttpTool):
             return await run_http(spec, arguments, self.http)
         return await self.mcp.call(name, arguments)

@@ -15,6 +15,7 @@ models:
   "qwen3*":
     server_tools: [calc, "time*"]
     server_tools_budget: 30
+    max_server_tool_calls: 4
 """
 
 
@@ -54,12 +55,15 @@ def test_model_keys_resolve_with_defaults_and_globs() -> None:
     profile = resolve_profile(caps, "qwen3:8b")
     assert profile.server_tools == ("calc", "time*")
     assert (profile.max_iterations, profile.server_tools_budget) == (3, 30)
+    assert profile.max_server_tool_calls == 4
     other = resolve_profile(caps, "llama3:8b")
     assert (other.server_tools, other.max_iterations, other.server_tools_budget) == ((), 3, 120.0)
+    assert other.max_server_tool_calls == 16
 
 
 def test_null_and_out_of_range_limits_are_errors() -> None:
     for bad in ("max_iterations: null", "max_iterations: 0", "server_tools_budget: -1",
-                "server_tools: null"):
+                "server_tools: null", "max_server_tool_calls: 0",
+                "max_server_tool_calls: 257", "max_server_tool_calls: null"):
         caps, problems = parse_capabilities(f"defaults:\n  {bad}\n")
         assert caps is None and problems[0].line == 2, bad

@@ -231,6 +231,44 @@ def test_a_whole_answer_is_the_same_on_the_plain_and_the_full_path(
         == _whole_answer(False, reasoning, tool_format, plan, text, finish, shape)
 
 
+# An orphan close tag (thinking forced open) ends the reasoning: the answer starts again
+# right after it, where a call may stand at the start of a line. The first case is the
+# one Hypothesis found; the others are its siblings (a tag alone, after prose, split
+# across deltas, an open tag, a call in another format after it).
+ORPHAN_CLOSE = [
+    '</think>[get_weather(city="Madrid", unit="celsius")]',
+    'x</think>[get_weather(city="Madrid")]',
+    'Let me see.</think>\n[get_weather(city="Madrid")]',
+    '</think>{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+    '</think><tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>',
+    '<think>[get_weather(city="Oslo")]</think>[get_weather(city="Madrid")]',
+    '</think>',
+    'prose </think> more prose',
+]
+
+
+@pytest.mark.parametrize("text", ORPHAN_CLOSE)
+@pytest.mark.parametrize("reasoning", ["pass", "move", "strip"])
+def test_a_call_after_an_orphan_close_tag_is_the_same_on_both_paths(
+        text: str, reasoning: ReasoningPolicy) -> None:
+    for fmt in (None, "pythonic", "hermes"):
+        for finish in ("stop", "tool_calls", None):
+            assert _whole_answer(True, reasoning, fmt, Plan(), text, finish) \
+                == _whole_answer(False, reasoning, fmt, Plan(), text, finish)
+        for cuts in ([], [1, 2, 3, 5, 8], list(range(1, len(text), 3)), [len("</thi")]):
+            body = _stream(_split(text, cuts), "stop")
+            assert _client_bytes(_translator(True, reasoning, fmt, Plan()), body, []) \
+                == _client_bytes(_translator(False, reasoning, fmt, Plan()), body, [])
+
+
+def test_the_found_case_recovers_the_call_after_the_tag() -> None:
+    got, counts, _ = _whole_answer(True, "pass", None, Plan(), ORPHAN_CLOSE[0], "stop")
+    message = got["choices"][0]["message"]
+    assert message["content"] == "</think>"
+    assert [c["function"]["name"] for c in message["tool_calls"]] == ["get_weather"]
+    assert counts.kept == 1
+
+
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s["id"] for s in SAMPLES])
 def test_every_sample_as_a_whole_answer_is_the_same_on_both_paths(
         sample: dict[str, Any]) -> None:

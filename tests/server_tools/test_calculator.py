@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.server_tools.calculator import (
+    _FUNCTIONS,
     MAX_DEPTH,
+    MAX_DIGITS,
     MAX_LENGTH,
     CalculatorError,
     evaluate,
@@ -97,3 +100,55 @@ def test_format_number() -> None:
     assert format_number(7.0) == "7"
     assert format_number(0.1 + 0.2) == repr(0.1 + 0.2)
     assert format_number(math.inf) == "inf"
+
+
+def test_round_with_a_huge_ndigits_is_refused_at_once() -> None:
+    # Python's int round builds 10**-ndigits first: this alone took minutes on the loop.
+    started = time.process_time()
+    for expression in ("round(1, -10**8)", "round(10**300, -(10**6))", "round(2, 10**9)",
+                       "round(1, -401)"):
+        with pytest.raises(CalculatorError, match="round takes a whole number of digits"):
+            evaluate(expression)
+    assert evaluate("round(123456, -3)") == 123000
+    assert evaluate("round(10**399, -400)") == 0
+    assert time.process_time() - started < 0.5
+
+
+_BIG = st.one_of(
+    st.integers(-(10**12), 10**12),
+    st.sampled_from(["10**399", "-(10**399)", "9**419", "1e308", "-1e308", "inf", "0.5",
+                     "1e-300", "factorial(500)", "2**1300", "(10**200+1)"]),
+    st.floats(allow_nan=False, allow_infinity=True).map(repr).filter(lambda t: "e" not in t
+                                                                       or len(t) < 30),
+).map(lambda v: f"({v})")
+_FUNCTION_NAMES = sorted(_FUNCTIONS)
+_OPERATORS = ["+", "-", "*", "/", "//", "%", "**", "^"]
+
+
+def _expressions() -> st.SearchStrategy[str]:
+    def grow(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        binary = st.tuples(children, st.sampled_from(_OPERATORS), children).map(
+            lambda t: f"({t[0]} {t[1]} {t[2]})")
+        call = st.tuples(st.sampled_from(_FUNCTION_NAMES),
+                         st.lists(children, min_size=0, max_size=3)).map(
+            lambda t: f"{t[0]}({', '.join(t[1])})")
+        return st.one_of(binary, call, children.map(lambda c: f"-{c}"))
+
+    return st.recursive(_BIG, grow, max_leaves=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_expressions())
+def test_every_expression_is_bounded_in_time_and_size(expression: str) -> None:
+    """Any mix of the allowed functions and operators on the largest allowed numbers
+    ends fast, as a bounded number or a CalculatorError, and prints without hitting
+    Python's int-to-str limit."""
+    started = time.process_time()
+    try:
+        value = evaluate(expression)
+    except CalculatorError:
+        value = None
+    assert time.process_time() - started < 0.25, expression
+    if value is not None:
+        assert isinstance(value, (int, float))
+        assert len(format_number(value)) <= MAX_DIGITS + 30

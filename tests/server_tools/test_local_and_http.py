@@ -18,7 +18,8 @@ from proxy.server_tools.definitions import (
     MockTool,
     ServerToolDefinition,
 )
-from proxy.server_tools.http_tool import check_host, fill_url, run_http, select
+from proxy.server_tools.http_target import origin_of, resolve_target
+from proxy.server_tools.http_tool import fill_url, run_http, select
 from proxy.server_tools.local import ToolError, run_builtin, run_mock
 from tests.support.servers import serve
 
@@ -59,11 +60,22 @@ def test_builtins() -> None:
 
 
 def test_url_template_escapes_every_argument() -> None:
-    url, rest = fill_url("https://h.example/stock/{item}", {"item": "../a b/?x", "n": 2})
-    assert url == "https://h.example/stock/..%2Fa%20b%2F%3Fx"
+    url, rest = fill_url("https://h.example/stock/{item}", {"item": "a b/?x..", "n": 2})
+    assert url == "https://h.example/stock/a%20b%2F%3Fx.."
     assert rest == {"n": 2}
     with pytest.raises(ToolError, match="'item' is required"):
         fill_url("https://h.example/{item}", {})
+
+
+@pytest.mark.parametrize("value", ["..", ".", "../admin", "a/../../admin", "%2e%2e",
+                                   "%2E%2E%2Fadmin", "..%2f..%2fadmin", "%252e%252e",
+                                   "..\\admin"])
+def test_an_argument_cannot_climb_the_templates_path(value: str) -> None:
+    with pytest.raises(ToolError, match="may not contain '.' or '..'"):
+        fill_url("https://h.example/api/v1/items/{item}/stock", {"item": value})
+    # In the query it is only data.
+    url, _ = fill_url("https://h.example/api/search?q={q}", {"q": value})
+    assert url.startswith("https://h.example/api/search?q=")
 
 
 def test_result_selector() -> None:
@@ -73,6 +85,10 @@ def test_result_selector() -> None:
     assert select(doc, None) == doc
     with pytest.raises(ToolError, match="nothing at"):
         select(doc, "$.data.missing")
+
+
+async def check_host(url: str, allowed: list[str]) -> None:
+    await resolve_target(url, allowed, origin_of(url))
 
 
 async def test_private_addresses_need_an_exact_entry() -> None:

@@ -10,7 +10,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from proxy.server_tools.definitions import BuiltinTool, MockTool
-from proxy.server_tools.loop import LoopGuard, next_messages, put_back, set_aside, split_calls
+from proxy.server_tools.loop import (
+    LoopGuard,
+    next_messages,
+    plan_calls,
+    put_back,
+    set_aside,
+    split_calls,
+    spread,
+)
 from proxy.server_tools.mcp_servers import McpServers
 from proxy.server_tools.runner import ServerTools, ToolOutcome
 
@@ -23,13 +31,15 @@ def _call(name: str, arguments: Any, call_id: str = "c1") -> dict[str, Any]:
 @pytest.fixture
 async def tools() -> AsyncIterator[ServerTools]:
     async with httpx.AsyncClient() as http:
-        yield ServerTools({
+        runner = ServerTools({
             "calc": BuiltinTool(kind="builtin", builtin="calculator",
                                 description="Evaluate arithmetic."),
             "lookup_order": MockTool(kind="mock", result="shipped", max_result_bytes=64,
                                      description="Order status."),
             "big": MockTool(kind="mock", result="x" * 500, max_result_bytes=100),
         }, McpServers(), http)
+        yield runner
+        await runner.aclose()
 
 
 def test_offered_by_names_and_globs(tools: ServerTools) -> None:
@@ -97,3 +107,15 @@ def test_put_back_without_matches_changes_nothing(roles: list[str]) -> None:
     history = [{"role": role, "content": str(i)} for i, role in enumerate(roles)]
     kept = {"zz": set_aside([_call("calc", {}, "s9")], [])}
     assert put_back(history, kept) == history
+
+
+def test_plan_runs_identical_calls_once_and_caps_the_distinct_ones() -> None:
+    calls = [_call("calc", {"a": 1, "b": 2}, "x"), _call("calc", '{"b":2,"a":1}', "y"),
+             _call("calc", {"a": 2}, "z"), _call("echo", {"a": 1, "b": 2}, "w")]
+    plan = plan_calls(calls, 2)
+    assert [c["id"] for c in plan.run] == ["x", "z"]
+    assert plan.slots == [0, 0, 1, None]
+    ran = [ToolOutcome("x", "calc", True, "one", 1.0), ToolOutcome("z", "calc", True, "two", 1.0)]
+    out = spread(plan, calls, ran)
+    assert [(o.call_id, o.content) for o in out[:3]] == [("x", "one"), ("y", "one"), ("z", "two")]
+    assert out[3].call_id == "w" and not out[3].ok and "max_server_tool_calls" in out[3].content

@@ -22,17 +22,20 @@ def free_port() -> int:
 
 @contextmanager
 def serve(app: Any, *, lifespan: str = "on", graceful: float | None = None,
-          http: Any = None) -> Iterator[str]:
+          http: Any = None, tls: tuple[str, str] | None = None) -> Iterator[str]:
     """Yield the base URL (http://127.0.0.1:PORT) while uvicorn serves `app`.
 
     `http`: the protocol; by default the one the CLI serves with (uvicorn's, with
-    the header deadline: proxy/api/client_timeouts.py)."""
+    the header deadline: proxy/api/client_timeouts.py). `tls`: (key file, certificate
+    file): serve https (the URL says so)."""
     port = free_port()
     if http is None:
         http = header_timeout_protocol(60.0)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan=lifespan,
                             log_config=None, access_log=False, ws="none",
-                            timeout_graceful_shutdown=graceful, loop="asyncio", http=http)
+                            timeout_graceful_shutdown=graceful, loop="asyncio", http=http,
+                            ssl_keyfile=tls[0] if tls else None,
+                            ssl_certfile=tls[1] if tls else None)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -42,7 +45,7 @@ def serve(app: Any, *, lifespan: str = "on", graceful: float | None = None,
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)
