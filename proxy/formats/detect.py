@@ -98,10 +98,9 @@ class TagWatch:
 
     def would_see(self, delta: str) -> bool:
         """What `seen(delta)` would answer, without keeping anything. Pure."""
-        if not self.tail and "<" not in delta:
+        if not self.tail and not any(first in delta for first in self.firsts):
             return False
-        text = self.tail + delta
-        return any(tag in text for tag in self.tags)
+        return self.pattern.search(self.tail + delta) is not None
 
 
 def think_end(text: str, start: int, closes: tuple[str, ...] = THINK_CLOSES
