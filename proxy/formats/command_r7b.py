@@ -3,8 +3,8 @@
 Owns: the action block's JSON list of `{tool_call_id, tool_name, parameters}`
 and removing the response markers, which are not prose. The
 `<|START_THINKING|>…<|END_THINKING|>` reasoning is formats.detect's, like
-every family's (this format removes it too when asked to parse alone). Must
-not: coerce types or execute a cut-off list.
+every family's: it is gone before any format parses. Must not: coerce types
+or execute a cut-off list.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import Block, dumps
-from proxy.formats.detect import strip_reasoning
 from proxy.formats.json_scan import decode_arguments, valid_name, wrapped_json_block
 from proxy.types import JSON
 
@@ -60,9 +59,6 @@ class CommandR7B(BlockFormat):
         return _ACTION[0] + dumps(items) + _ACTION[1]
 
     parse_at = staticmethod(_parse_at)
-
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        return super().parse(strip_reasoning(text), tools)
 
 
 FORMAT = CommandR7B()
