@@ -10,6 +10,7 @@ DIR="${TOOLSHIM_AGENTS_DIR:-$PWD/.agents}"
 # One pinned package per agent; the tests name the binaries they need.
 AGENTS=(
     "@anthropic-ai/claude-code@2.1.197"
+    "@google/gemini-cli@0.61.0"
 )
 
 if ! command -v npm >/dev/null 2>&1; then

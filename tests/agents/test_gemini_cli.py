@@ -21,10 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-# The agents tier's scripted model; the tier skips this file where it is not there.
-scripted = pytest.importorskip("support.scripted_model")
-
+from support import scripted_model as scripted
 from support.fake_ollama import FakeOllama
 from support.servers import free_port, serve, wait_until_ok
 
