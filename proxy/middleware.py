@@ -365,12 +365,7 @@ def google_key_allowed(scope: Scope, keys: Sequence[bytes]) -> bool:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         values = query.get("key")
         given = values[0].encode("latin-1") if values else None
-    if given is None:
-        return False
-    ok = False
-    for key in keys:  # every key, without stopping early: constant time per key
-        ok |= hmac.compare_digest(given.strip(), key)
-    return ok
+    return _one_of(given, keys)
 
 
 def anthropic_key_allowed(scope: Scope, keys: Sequence[bytes]) -> bool:
@@ -378,11 +373,16 @@ def anthropic_key_allowed(scope: Scope, keys: Sequence[bytes]) -> bool:
     so, ANTHROPIC_AUTH_TOKEN as Bearer), compared as `bearer_allowed` compares."""
     if not scope["path"].startswith(_ANTHROPIC_DOOR):
         return False
-    given = next((v for k, v in scope["headers"] if k == b"x-api-key"), None)
+    return _one_of(next((v for k, v in scope["headers"] if k == b"x-api-key"), None), keys)
+
+
+def _one_of(given: bytes | None, keys: Sequence[bytes]) -> bool:
+    """`given` (stripped) is one of `keys`: compared against every key, without stopping
+    early, so the time taken says nothing about how much of a key matched."""
     if given is None:
         return False
     ok = False
-    for key in keys:  # every key, without stopping early: constant time per key
+    for key in keys:
         ok |= hmac.compare_digest(given.strip(), key)
     return ok
 
