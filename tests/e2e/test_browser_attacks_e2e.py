@@ -81,9 +81,10 @@ async def test_a_page_of_another_site_cannot_act(
         "origin": "https://evil.example", "content-type": content_type,
         "sec-fetch-site": "cross-site"})
     assert answer.status_code == 403, answer.text
-    if path.startswith("/v1/messages"):  # Anthropic's envelope
+    if path.startswith("/v1/messages"):  # Anthropic's envelope, with the request's id
         assert answer.json() == {"type": "error", "error": {
-            "type": "permission_error", "message": answer.json()["error"]["message"]}}
+            "type": "permission_error", "message": answer.json()["error"]["message"]},
+            "request_id": answer.headers["x-request-id"]}
     elif path.startswith("/v1beta"):  # Google's
         assert answer.json()["error"]["status"] == "PERMISSION_DENIED"
         assert answer.json()["error"]["code"] == 403
