@@ -10,6 +10,7 @@ format, scan or repair JSON (that is json_scan and jsonish), or raise.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -76,12 +77,39 @@ def _is_example(text: str, start: int, end: int, info: str) -> bool:
     return bool(text[:start].strip() or text[end:].strip())
 
 
-def _inside(spans: Sequence[tuple[int, int]], pos: int) -> int | None:
-    """End of the protected span holding pos, if any."""
-    for start, end in spans:
-        if start <= pos < end:
-            return end
-    return None
+# What every protected span starts with: a backtick or tilde (an inline code span,
+# or a fence run at most 3 blanks into its line), or a reasoning block.
+_SPAN_START = re.compile(r"[`~]|<think>")
+
+
+class _Protected:
+    """The protected spans of text[base:] (as `protected_spans` finds them there),
+    computed only when a candidate start could lie in one: some span start
+    (`_SPAN_START`) comes after base and at most 3 characters past the candidate.
+    Replies without backticks, tildes or reasoning (runs of calls) never pay for it.
+    Candidates are asked in increasing order, so spans that end before one are
+    passed for good."""
+
+    def __init__(self, text: str, base: int, triggers: Sequence[int]) -> None:
+        self._text, self._base = text, base
+        first = bisect.bisect_left(triggers, base)
+        self._trigger = triggers[first] if first < len(triggers) else None
+        self._spans: list[tuple[int, int]] | None = None
+        self._next = 0
+
+    def end_holding(self, pos: int) -> int | None:
+        """End of the protected span holding pos, if any (the first, in span order)."""
+        if self._spans is None:
+            if self._trigger is None or self._trigger > pos + 3:
+                return None
+            base = self._base
+            self._spans = [(s + base, e + base) for s, e in protected_spans(self._text[base:])]
+        spans = self._spans
+        while self._next < len(spans) and spans[self._next][1] <= pos:
+            self._next += 1
+        if self._next < len(spans) and spans[self._next][0] <= pos:
+            return spans[self._next][1]
+        return None
 
 
 def marker_pattern(markers: Iterable[str]) -> re.Pattern[str]:
@@ -94,13 +122,14 @@ def find_blocks(
     text: str, starts: re.Pattern[str], parse_at: Callable[[str, int], Block | None]
 ) -> list[Block]:
     """Offer every unprotected start to parse_at; blocks never overlap."""
-    protected = protected_spans(text)
+    triggers = [match.start() for match in _SPAN_START.finditer(text)]
+    protected = _Protected(text, 0, triggers)
     blocks: list[Block] = []
     pos = 0
     # pos past the end is clamped by re, where an empty start pattern would match forever.
     while pos <= len(text) and (match := starts.search(text, pos)) is not None:
         at = match.start()
-        skip = _inside(protected, at)
+        skip = protected.end_holding(at)
         if skip is not None:
             pos = max(skip, at + 1)
             continue
@@ -112,7 +141,7 @@ def find_blocks(
         pos = max(block.end, at + 1)
         # Backticks or fences inside a recovered call's arguments must not
         # protect what follows it: look again at the rest only.
-        protected = [(s + pos, e + pos) for s, e in protected_spans(text[pos:])]
+        protected = _Protected(text, pos, triggers)
     return blocks
 
 
