@@ -112,6 +112,62 @@ class _Protected:
         return None
 
 
+class _FindMemo:
+    """Where each searched-for string or pattern was found in one text, and from where."""
+
+    __slots__ = ("found", "matched", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.found: dict[str, tuple[int, int]] = {}
+        self.matched: dict[re.Pattern[str], tuple[int, re.Match[str] | None]] = {}
+
+
+_last_find: _FindMemo | None = None
+
+
+def find_from(text: str, needle: str, pos: int) -> int:
+    """`text.find(needle, pos)`, remembered for the text being parsed.
+
+    A block parser looks for its close tag from every candidate start; when the
+    close is missing (runs of cut-off calls) each look would read the rest of the
+    reply. The first occurrence at or after `since` is also the first at or after
+    any pos between since and it (and none after since means none after pos), so
+    one search answers every later start up to the occurrence. Only the last text
+    is kept: recovery parses one reply at a time.
+    """
+    memo = _find_memo(text)
+    known = memo.found.get(needle)
+    if known is not None and known[0] <= pos and (known[1] < 0 or pos <= known[1]):
+        return known[1]
+    at = text.find(needle, pos)
+    memo.found[needle] = (pos, at)
+    return at
+
+
+def search_from(text: str, pattern: re.Pattern[str], pos: int) -> re.Match[str] | None:
+    """`pattern.search(text, pos)`, remembered like `find_from`. Only for patterns
+    whose match at a position does not depend on where the search began (no
+    lookbehind past pos matters: re never lets `^` or `\\A` match at pos itself)."""
+    memo = _find_memo(text)
+    known = memo.matched.get(pattern)
+    if known is not None and known[0] <= pos:
+        found = known[1]
+        if found is None or pos <= found.start():
+            return found
+    found = pattern.search(text, pos)
+    memo.matched[pattern] = (pos, found)
+    return found
+
+
+def _find_memo(text: str) -> _FindMemo:
+    global _last_find
+    memo = _last_find
+    if memo is None or memo.text is not text:
+        memo = _last_find = _FindMemo(text)
+    return memo
+
+
 def marker_pattern(markers: Iterable[str]) -> re.Pattern[str]:
     """A pattern matching any of the literal markers, longest first."""
     ordered = sorted(set(markers), key=len, reverse=True)

@@ -84,15 +84,17 @@ def loads_lenient(text: str) -> tuple[Any, tuple[str, ...]] | None:
     return value, fixes
 
 
-def scan_json_value(text: str, start: int) -> int | None:
+def scan_json_value(text: str, start: int, remember: bool = True) -> int | None:
     """Index just past the value opening at text[start] ('{' or '['), or None.
 
     Strings in either quote style are skipped whole; None when the value is
-    not closed (truncated) or a closer does not match its opener.
+    not closed (truncated) or a closer does not match its opener. remember=False
+    for a one-off text (a slice of a value already found): it then neither uses
+    nor replaces the memo of the reply being scanned.
     """
     if not 0 <= start < len(text) or text[start] not in _CLOSERS:
         return None
-    return _scan_memo(text).value_end(start)
+    return (_scan_memo(text) if remember else _ScanMemo(text)).value_end(start)
 
 
 class _ScanMemo:
@@ -108,7 +110,7 @@ class _ScanMemo:
     instead of one pass each.
     """
 
-    __slots__ = ("text", "ends", "strings")
+    __slots__ = ("ends", "strings", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -153,7 +155,6 @@ class _ScanMemo:
         for opened, _ in stack:
             self.ends[opened] = None
         self.ends[start] = None
-        return None
 
     def _string_end(self, pos: int, quote: str) -> int | None:
         strings = self.strings

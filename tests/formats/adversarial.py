@@ -16,6 +16,7 @@ for linear work; 16 for quadratic).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import sys
@@ -68,6 +69,9 @@ def inputs(name: str, size: int) -> Iterator[tuple[str, str]]:
     yield "markers-bare", _repeat(lambda i: "".join(fmt.markers), size)
     yield "nesting", "\n".join(m + '{"a":' * (size // 5) for m in fmt.markers[:1])
     yield "brace-lines", _repeat(lambda i: "{\n[\n", size)
+    # A call-shaped value followed by prose, then an opener never closed: each
+    # failed scan must not be redone after the next value is taken apart.
+    yield "alternating", _repeat(lambda i: '{"name": "' + TOOL + '", "arguments": {}} x\n{\n', size)
     yield "unclosed-string", _repeat(lambda i: fmt.markers[0] + '{"name": "' + TOOL + '", "a": "x\n',
                                      size)
 
@@ -112,20 +116,21 @@ def timed(run: Callable[[], None]) -> float:
     return time.process_time() - start
 
 
-def measure(name: str, size: int) -> dict[tuple[str, str], float]:
+def measure(name: str, size: int, pipeline: bool = True) -> dict[tuple[str, str], float]:
     """(kind, path) -> CPU seconds for every input kind and path at this size."""
     out: dict[tuple[str, str], float] = {}
     for kind, text in inputs(name, size):
-        out[kind, "whole"] = timed(lambda: _whole(name, text))
-        out[kind, "stream"] = timed(lambda: _stream(name, text))
-        body = _frames(text)
-        out[kind, "pipeline"] = timed(lambda: pipeline_run(name, body))
+        out[kind, "whole"] = timed(functools.partial(_whole, name, text))
+        out[kind, "stream"] = timed(functools.partial(_stream, name, text))
+        if pipeline:
+            out[kind, "pipeline"] = timed(functools.partial(pipeline_run, name, _frames(text)))
     return out
 
 
 def main(names: list[str], sizes: tuple[int, ...] = SIZES) -> None:
     for name in names or list(FORMATS):
-        table = {size: measure(name, size) for size in sizes}
+        pipeline = not os.environ.get("ADVERSARIAL_NO_PIPELINE")
+        table = {size: measure(name, size, pipeline) for size in sizes}
         for key in table[sizes[0]]:
             times = [table[size][key] for size in sizes]
             ratio = times[-1] / max(times[-2], 1e-3)
@@ -135,6 +140,6 @@ def main(names: list[str], sizes: tuple[int, ...] = SIZES) -> None:
 
 
 if __name__ == "__main__":
-    # ADVERSARIAL_SIZES=4000,16000 for a quicker screen.
+    # ADVERSARIAL_SIZES=4000,16000 and ADVERSARIAL_NO_PIPELINE=1 for a quicker screen.
     chosen = os.environ.get("ADVERSARIAL_SIZES")
     main(sys.argv[1:], tuple(int(s) for s in chosen.split(",")) if chosen else SIZES)
