@@ -227,6 +227,12 @@ def search_from(text: str, pattern: re.Pattern[str], pos: int) -> re.Match[str] 
     return found
 
 
+def forget_finds() -> None:
+    """Drop the memo (and the reply it holds): recovery calls this when done with a reply."""
+    global _last_find
+    _last_find = None
+
+
 def _find_memo(text: str) -> _FindMemo:
     global _last_find
     memo = _last_find

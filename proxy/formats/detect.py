@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from proxy.formats.base import ParseResult, TextFormat, no_calls, remaining_text
+from proxy.formats.blocks import forget_finds
+from proxy.formats.jsonish import forget_scans
 from proxy.types import JSON
 
 THINK_OPEN = "<think>"
@@ -219,7 +221,12 @@ def recover_with(
 ) -> tuple[ParseResult, str | None]:
     """The first format (in order) that recovers a call; else the text unchanged.
     Control tokens go either way: they never reach content."""
-    result, name = _first_recovery(text, tools, formats, whole_fence)
+    try:
+        result, name = _first_recovery(text, tools, formats, whole_fence)
+    finally:
+        # The scanners' memos hold this reply: let it go with the recovery.
+        forget_scans()
+        forget_finds()
     controls = controls_of(tuple(formats))
     if not controls or result.text is None:
         return result, name

@@ -150,11 +150,12 @@ class _ScanMemo:
             pos += 1
         return self._fail(stack, start)
 
-    def _fail(self, stack: list[tuple[int, str]], start: int) -> None:
-        # Every bracket still open fails with the scan (see the class docstring).
+    def _fail(self, stack: list[tuple[int, str]], start: int) -> int | None:
+        """None, noted for every bracket still open: it fails with the scan (see above)."""
         for opened, _ in stack:
             self.ends[opened] = None
         self.ends[start] = None
+        return None
 
     def _string_end(self, pos: int, quote: str) -> int | None:
         strings = self.strings
@@ -165,6 +166,12 @@ class _ScanMemo:
 
 
 _last_memo: _ScanMemo | None = None
+
+
+def forget_scans() -> None:
+    """Drop the memo (and the reply it holds): recovery calls this when done with a reply."""
+    global _last_memo
+    _last_memo = None
 
 
 def _scan_memo(text: str) -> _ScanMemo:

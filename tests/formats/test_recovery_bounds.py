@@ -19,7 +19,7 @@ from adversarial import TOOLS, inputs, timed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.formats import FORMATS, recover
+from proxy.formats import FORMATS, blocks, jsonish, recover
 from proxy.formats.blocks import Block, find_blocks, find_from, protected_spans, search_from
 from proxy.formats.jsonish import scan_json_value
 from proxy.formats.stream import StreamRecovery
@@ -147,3 +147,10 @@ def test_protected_spans_looked_up_lazily_match_a_rescan_after_each_block(
     starts = re.compile("<c>")
     assert find_blocks(text, starts, _toy_block) == _find_blocks_rescanning(
         text, starts, _toy_block)
+
+
+def test_recovery_lets_the_reply_go_when_done() -> None:
+    """The scanners' memos hold the reply they scanned: not past its recovery."""
+    text = dict(inputs("hermes", 4_000))["cut"]
+    recover(text, TOOLS, "hermes")
+    assert jsonish._last_memo is None and blocks._last_find is None
