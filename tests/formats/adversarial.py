@@ -87,7 +87,8 @@ def _stream(name: str, text: str) -> None:
     parser.flush()
 
 
-def _frames(text: str) -> bytes:
+def frames(text: str) -> bytes:
+    """text as an SSE body of chat-completion chunks, DELTA characters each."""
     base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
     chunks = [{**base, "choices": [{"index": 0, "delta": {"content": text[at : at + DELTA]},
                                     "finish_reason": None}]}
@@ -123,7 +124,7 @@ def measure(name: str, size: int, pipeline: bool = True) -> dict[tuple[str, str]
         out[kind, "whole"] = timed(functools.partial(_whole, name, text))
         out[kind, "stream"] = timed(functools.partial(_stream, name, text))
         if pipeline:
-            out[kind, "pipeline"] = timed(functools.partial(pipeline_run, name, _frames(text)))
+            out[kind, "pipeline"] = timed(functools.partial(pipeline_run, name, frames(text)))
     return out
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from adversarial import TOOLS, inputs, timed
+from adversarial import TOOLS, frames, inputs, pipeline_run, timed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,6 +59,15 @@ def test_generic_hostile_text_is_bounded_with_every_format_tried(kind: str) -> N
     text = dict(inputs("json_block", 256_000))[kind]
     whole = timed(lambda: recover(text, TOOLS))
     assert whole < 2 * _WHOLE_BOUND, f"{kind}: whole recovery took {whole:.2f} s CPU"
+
+
+@pytest.mark.parametrize("name", ["hermes", "json_block"])
+def test_the_response_stages_stream_hostile_text_in_bounded_time(name: str) -> None:
+    """Through build_pipeline and the SSE translator, in 7-character deltas (~9,000
+    chunks): most of the time is per-chunk work that any answer pays."""
+    body = frames(dict(inputs(name, 64_000))["cut"])
+    spent = timed(lambda: pipeline_run(name, body))
+    assert spent < 3 * _STREAM_BOUND, f"{name}: the response stages took {spent:.2f} s CPU"
 
 
 # The shortcuts must answer exactly what the plain scans answer.
