@@ -1,13 +1,14 @@
 """Recovery stays about linear on hostile model output, and the shortcuts that make
 it so give the same answers as the plain scans.
 
-Model output is attacker-controlled and recovery runs on the event loop: runs of
-cut-off calls once cost minutes (each candidate start re-read the rest of the
-reply). What is measured here is CPU time (`time.process_time`) of one recovery,
-whole and streamed, on ~256 KB of adversarial text per format
-(tests/formats/adversarial.py builds it), against bounds ~10x above what it costs
-on a loaded 2-core machine and far below what the old code took (tens of seconds
-to minutes). `python tests/formats/adversarial.py` prints the full table.
+Model output is attacker-controlled and recovery runs on the event loop: a run of
+cut-off calls must not make each candidate start re-read the rest of the reply.
+What is measured here is CPU time (`time.process_time`) of one recovery, whole and
+streamed, on ~256 KB of adversarial text per format (tests/formats/adversarial.py
+builds it), against bounds several times above what linear work costs on a
+loaded 2-core machine and far below what quadratic work costs on that much text
+(tens of seconds to minutes). `python tests/formats/adversarial.py` prints the
+full table.
 """
 
 from __future__ import annotations
