@@ -55,6 +55,17 @@ def test_whole_and_streamed_recovery_of_256kb_hostile_text_is_bounded(name: str)
     assert streamed < _STREAM_BOUND, f"{name}: streamed recovery took {streamed:.2f} s CPU"
 
 
+@pytest.mark.parametrize(("name", "kind"), [("deepseek_v3", "markers-bare"),
+                                          ("qwen3_coder_xml", "cut")])
+def test_one_kind_filling_256kb_is_bounded(name: str, kind: str) -> None:
+    """Kinds whose cost grew with the square of their run: a whole 256 KB of one."""
+    text = dict(inputs(name, 256_000))[kind]
+    whole = timed(lambda: recover(text, TOOLS, name))
+    assert whole < _WHOLE_BOUND / 4, f"{name} {kind}: whole recovery took {whole:.2f} s CPU"
+    streamed = timed(lambda: _stream(name, text))
+    assert streamed < _STREAM_BOUND / 4, f"{name} {kind}: streamed took {streamed:.2f} s CPU"
+
+
 @pytest.mark.parametrize("kind", ["brace-lines", "alternating"])
 def test_generic_hostile_text_is_bounded_with_every_format_tried(kind: str) -> None:
     text = dict(inputs("json_block", 256_000))[kind]
