@@ -13,7 +13,7 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import Block, dumps
+from proxy.formats.blocks import Block, dumps, find_from
 from proxy.formats.json_scan import decode_arguments, valid_name, wrapped_json_block
 from proxy.types import JSON
 
@@ -43,7 +43,7 @@ def _parts(value: Any) -> list[tuple[ParsedCall, str]] | None:
 
 def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
     if text.startswith(_THINKING[0], at):
-        end = text.find(_THINKING[1], at)
+        end = find_from(text, _THINKING[1], at)  # remembered: a run of opens asks from each
         return Block(at, end + len(_THINKING[1]), ()) if end >= 0 else None
     return wrapped_json_block(text, at, _ACTION, tools, _parts)
 
