@@ -13,8 +13,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+# blocks imports this module (REASONING): the module, not its names, so either may load first.
+from proxy.formats import blocks
 from proxy.formats.base import ParseResult, TextFormat, no_calls, remaining_text
-from proxy.formats.blocks import forget_finds
 from proxy.formats.jsonish import forget_scans
 from proxy.types import JSON
 
@@ -275,7 +276,7 @@ def recover_with(
     finally:
         # The scanners' memos hold this reply: let it go with the recovery.
         forget_scans()
-        forget_finds()
+        blocks.forget_finds()
     controls = controls_of(tuple(formats))
     if not controls or result.text is None:
         return result, name
