@@ -81,8 +81,8 @@ def _is_example(text: str, start: int, end: int, info: str) -> bool:
 
 
 # What every protected span starts with: a backtick or tilde (an inline code span,
-# or a fence run at most 3 blanks into its line), or a reasoning block.
-_SPAN_START = re.compile(r"[`~]|<think>")
+# or a fence run at most 3 blanks into its line), or any family's reasoning open tag.
+_SPAN_START = re.compile("[`~]|" + "|".join(re.escape(o) for o in REASONING))
 _FENCE_RUN = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
 _INK = re.compile(r"\S")
 
@@ -142,7 +142,7 @@ class _Protected:
     """The protected spans of text[base:] (as `protected_spans` finds them there),
     computed only when a candidate start could lie in one: some span start
     (`_SPAN_START`) comes after base and at most 3 characters past the candidate.
-    Replies without backticks, tildes or reasoning (runs of calls) never pay for it,
+    Replies without backticks, tildes or reasoning tags (runs of calls) never pay for it,
     and when the rest is clean (`_Spans.rest_is_clean`) in the text whose spans were
     last computed, those serve.
     Candidates are asked in increasing order, so spans that end before one are

@@ -161,7 +161,8 @@ def _toy_block(text: str, at: int) -> Block | None:
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(["<c>", "|", "`", "``", "```", "~~~", "```py\n", "\n",
-                                 " ", "x", "<think>", "</think>", "```json\n"]), max_size=30))
+                                 " ", "x", "<think>", "</think>", "```json\n", "[THINK]",
+                                 "[/THINK]"]), max_size=30))
 def test_protected_spans_looked_up_lazily_match_a_rescan_after_each_block(
         pieces: list[str]) -> None:
     text = "".join(pieces)
