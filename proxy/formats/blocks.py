@@ -10,6 +10,7 @@ format, scan or repair JSON (that is json_scan and jsonish), or raise.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -79,12 +80,168 @@ def _is_example(text: str, start: int, end: int, info: str) -> bool:
     return bool(text[:start].strip() or text[end:].strip())
 
 
-def _inside(spans: Sequence[tuple[int, int]], pos: int) -> int | None:
-    """End of the protected span holding pos, if any."""
-    for start, end in spans:
-        if start <= pos < end:
-            return end
-    return None
+# What every protected span starts with: a backtick or tilde (an inline code span,
+# or a fence run at most 3 blanks into its line), or any family's reasoning open tag.
+_SPAN_START = re.compile("[`~]|" + "|".join(re.escape(o) for o in REASONING))
+_FENCE_RUN = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
+_INK = re.compile(r"\S")
+
+
+class _Spans:
+    """The protected spans of a whole text, and what decides whether the spans of
+    text[pos:] are simply those of them starting at pos or later: no span runs
+    across pos, no fence is open there, and pos starts nothing a search from 0
+    would see differently (a fence run or inline code right at pos, a lookbehind
+    seeing a backtick before it, a fence with only blanks before it)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.all = protected_spans(text)
+        self.inline = [(m.start(), m.end()) for m in _INLINE_CODE.finditer(text)]
+        self.think = [(m.start(), m.end()) for m in _THINK.finditer(text)]
+        self.fence_lines: list[int] = []
+        self.labelled: list[bool] = []  # the line's info word is not JSON's: maybe an example
+        self.open_before: list[bool] = []  # a fence is open before each line (and at the end)
+        opened: str | None = None
+        for match in _FENCE_LINE.finditer(text):
+            self.fence_lines.append(match.start())
+            word = (match.group(2).split() or [""])[0].lower()
+            self.labelled.append(bool(word) and word not in _JSON_INFO)
+            self.open_before.append(opened is not None)
+            run = match.group(1)
+            if opened is None:
+                opened = run
+            elif run[0] == opened[0] and len(run) >= len(opened):
+                opened = None
+        self.open_before.append(opened is not None)
+
+    def rest_is_clean(self, pos: int) -> bool:
+        text = self.text
+        if pos and text[pos - 1] != "\n" and (
+            text.startswith("`", pos - 1) and text.startswith("`", pos)
+            or _FENCE_RUN.match(text, pos) is not None
+        ):
+            return False
+        if _straddles(self.inline, pos) or _straddles(self.think, pos):
+            return False
+        line = bisect.bisect_left(self.fence_lines, pos)
+        if self.open_before[line]:
+            return False
+        # Only an example fence's spans depend on whether ink comes before it.
+        return line == len(self.fence_lines) or not self.labelled[line] or _INK.search(
+            text, pos, self.fence_lines[line]) is not None
+
+
+def _straddles(spans: Sequence[tuple[int, int]], pos: int) -> bool:
+    """Whether one of these non-overlapping spans (in order) starts before pos and ends after it."""
+    index = bisect.bisect_left(spans, (pos,)) - 1
+    return index >= 0 and spans[index][1] > pos
+
+
+class _Protected:
+    """The protected spans of text[base:] (as `protected_spans` finds them there),
+    computed only when a candidate start could lie in one: some span start
+    (`_SPAN_START`) comes after base and at most 3 characters past the candidate.
+    Replies without backticks, tildes or reasoning tags (runs of calls) never pay for it,
+    and when the rest is clean (`_Spans.rest_is_clean`) in the text whose spans were
+    last computed, those serve.
+    Candidates are asked in increasing order, so spans that end before one are
+    passed for good."""
+
+    def __init__(self, text: str, base: int, triggers: Sequence[int],
+                 last: list[tuple[_Spans, int]]) -> None:
+        self._text, self._base, self._last = text, base, last
+        first = bisect.bisect_left(triggers, base)
+        self._trigger = triggers[first] if first < len(triggers) else None
+        self._spans: list[tuple[int, int]] | None = None
+        self._offset = 0
+        self._next = 0
+
+    def end_holding(self, pos: int) -> int | None:
+        """End of the protected span holding pos, if any (the first, in span order)."""
+        if self._spans is None:
+            if self._trigger is None or self._trigger > pos + 3:
+                return None
+            self._spans, self._offset = self._compute()
+        spans, at = self._spans, pos - self._offset
+        while self._next < len(spans) and spans[self._next][1] <= at:
+            self._next += 1
+        if self._next < len(spans) and spans[self._next][0] <= at:
+            return spans[self._next][1] + self._offset
+        return None
+
+    def _compute(self) -> tuple[list[tuple[int, int]], int]:
+        """The spans and the offset to add to them: those of the last text computed
+        (text[offset:]) when the rest from base is clean in it, else text[base:]'s."""
+        base, last = self._base, self._last
+        if last:
+            spans, offset = last[0]
+            if spans.rest_is_clean(base - offset):
+                return spans.all, offset
+        last[:] = [(_Spans(self._text[base:] if base else self._text), base)]
+        return last[0][0].all, base
+
+
+class _FindMemo:
+    """Where each searched-for string or pattern was found in one text, and from where."""
+
+    __slots__ = ("found", "matched", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.found: dict[str, tuple[int, int]] = {}
+        self.matched: dict[re.Pattern[str], tuple[int, re.Match[str] | None]] = {}
+
+
+_last_find: _FindMemo | None = None
+
+
+def find_from(text: str, needle: str, pos: int) -> int:
+    """`text.find(needle, pos)`, remembered for the text being parsed.
+
+    A block parser looks for its close tag from every candidate start; when the
+    close is missing (runs of cut-off calls) each look would read the rest of the
+    reply. The first occurrence at or after `since` is also the first at or after
+    any pos between since and it (and none after since means none after pos), so
+    one search answers every later start up to the occurrence. Only the last text
+    is kept: recovery parses one reply at a time.
+    """
+    memo = _find_memo(text)
+    known = memo.found.get(needle)
+    if known is not None and known[0] <= pos and (known[1] < 0 or pos <= known[1]):
+        return known[1]
+    at = text.find(needle, pos)
+    memo.found[needle] = (pos, at)
+    return at
+
+
+def search_from(text: str, pattern: re.Pattern[str], pos: int) -> re.Match[str] | None:
+    """`pattern.search(text, pos)`, remembered like `find_from`. Only for patterns
+    whose match at a position does not depend on where the search began (no
+    lookbehind past pos matters: re never lets `^` or `\\A` match at pos itself)."""
+    memo = _find_memo(text)
+    known = memo.matched.get(pattern)
+    if known is not None and known[0] <= pos:
+        found = known[1]
+        if found is None or pos <= found.start():
+            return found
+    found = pattern.search(text, pos)
+    memo.matched[pattern] = (pos, found)
+    return found
+
+
+def forget_finds() -> None:
+    """Drop the memo (and the reply it holds): recovery calls this when done with a reply."""
+    global _last_find
+    _last_find = None
+
+
+def _find_memo(text: str) -> _FindMemo:
+    global _last_find
+    memo = _last_find
+    if memo is None or memo.text is not text:
+        memo = _last_find = _FindMemo(text)
+    return memo
 
 
 def marker_pattern(markers: Iterable[str]) -> re.Pattern[str]:
@@ -97,13 +254,15 @@ def find_blocks(
     text: str, starts: re.Pattern[str], parse_at: Callable[[str, int], Block | None]
 ) -> list[Block]:
     """Offer every unprotected start to parse_at; blocks never overlap."""
-    protected = protected_spans(text)
+    triggers = [match.start() for match in _SPAN_START.finditer(text)]
+    last: list[tuple[_Spans, int]] = []  # the spans last computed, and of text[where:]
+    protected = _Protected(text, 0, triggers, last)
     blocks: list[Block] = []
     pos = 0
     # pos past the end is clamped by re, where an empty start pattern would match forever.
     while pos <= len(text) and (match := starts.search(text, pos)) is not None:
         at = match.start()
-        skip = _inside(protected, at)
+        skip = protected.end_holding(at)
         if skip is not None:
             pos = max(skip, at + 1)
             continue
@@ -115,7 +274,7 @@ def find_blocks(
         pos = max(block.end, at + 1)
         # Backticks or fences inside a recovered call's arguments must not
         # protect what follows it: look again at the rest only.
-        protected = [(s + pos, e + pos) for s, e in protected_spans(text[pos:])]
+        protected = _Protected(text, pos, triggers, last)
     return blocks
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import Block, dumps, section_block
+from proxy.formats.blocks import Block, dumps, find_from, search_from, section_block
 from proxy.formats.json_scan import decode_arguments, skip_space, valid_name
 from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.types import JSON
@@ -58,8 +58,10 @@ Put several calls one after another inside <｜tool▁calls▁begin｜> and <｜
 
 
 def _name_and_args_start(text: str, after_begin: int) -> tuple[str, int] | None:
-    sep = _SEP.search(text, after_begin)
-    if sep is None:
+    sep = search_from(text, _SEP, after_begin)
+    if sep is None or 0 <= find_from(text, "<", after_begin) < sep.start():
+        # A `<` before the separator makes the head no name (markers run on
+        # without one): said before reading the head, which may be long.
         return None
     head = text[after_begin : sep.start()].strip()
     pos = skip_space(text, sep.end())

@@ -13,7 +13,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+# blocks imports this module (REASONING): the module, not its names, so either may load first.
+from proxy.formats import blocks
 from proxy.formats.base import ParseResult, TextFormat, no_calls, remaining_text
+from proxy.formats.jsonish import forget_scans
 from proxy.types import JSON
 
 THINK_OPEN = "<think>"
@@ -268,7 +271,12 @@ def recover_with(
 ) -> tuple[ParseResult, str | None]:
     """The first format (in order) that recovers a call; else the text unchanged.
     Control tokens go either way: they never reach content."""
-    result, name = _first_recovery(text, tools, formats, whole_fence)
+    try:
+        result, name = _first_recovery(text, tools, formats, whole_fence)
+    finally:
+        # The scanners' memos hold this reply: let it go with the recovery.
+        forget_scans()
+        blocks.forget_finds()
     controls = controls_of(tuple(formats))
     if not controls or result.text is None:
         return result, name

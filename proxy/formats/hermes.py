@@ -14,7 +14,15 @@ import re
 from collections.abc import Mapping, Sequence
 
 from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import Block, dumps, find_blocks, section_block, splice, tool_list
+from proxy.formats.blocks import (
+    Block,
+    dumps,
+    find_blocks,
+    find_from,
+    section_block,
+    splice,
+    tool_list,
+)
 from proxy.formats.json_scan import call_parts, chain_at, decode, generic_at, skip_space
 from proxy.types import JSON, ToolDef
 
@@ -57,9 +65,13 @@ def _closed_fallback(
     text: str, at: int, body: int, close: str, tools: Mapping[str, JSON]
 ) -> Block | None:
     """Body up to the close tag when the bracket scan fails (an apostrophe in a comment)."""
-    end = text.find(close, body)
+    end = find_from(text, close, body)
+    if end < 0 or 0 <= find_from(text, text[at:body], body) < end:
+        # Another open tag before the close: this one was cut off (and decoding
+        # the stretch from every tag of a run would cost the run's length each).
+        return None
     source = text[body:end].strip()
-    if end < 0 or not source.startswith(("{", "[")):
+    if not source.startswith(("{", "[")):
         return None
     decoded = decode(source)
     calls = call_parts(decoded, strict_keys=False, source=source) if decoded is not None else None

@@ -148,17 +148,17 @@ def item_sources(source: str, count: int) -> list[str] | None:
         wrapper = _WRAPPER_KEY.match(source, start + 1)
         inner = wrapper.end() if wrapper is not None else -1
         if wrapper is not None and source.startswith(("{", "["), inner):
-            found = item_sources(source[inner : scan_json_value(source, inner) or inner], count)
+            found = item_sources(source[inner : scan_json_value(source, inner, False) or inner], count)
             if found is not None:
                 return found
-        end = scan_json_value(source, start)
+        end = scan_json_value(source, start, False)
         return [source[start:end]] if end is not None and count == 1 else None
     if not source.startswith("[", start):
         return None
     items: list[str] = []
     pos = skip_space(source, start + 1)
     while source.startswith("{", pos):
-        end = scan_json_value(source, pos)
+        end = scan_json_value(source, pos, False)
         if end is None:
             return None
         items.append(source[pos:end])

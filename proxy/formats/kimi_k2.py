@@ -16,7 +16,7 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import Block, dumps, section_block, splice
+from proxy.formats.blocks import Block, dumps, find_from, section_block, splice
 from proxy.formats.json_scan import decode_arguments, skip_space, valid_name
 from proxy.formats.jsonish import loads_lenient, scan_json_value
 from proxy.types import JSON
@@ -62,7 +62,7 @@ def _name(call_id: str, arguments: Mapping[str, Any], tools: Mapping[str, JSON])
 def _call(text: str, pos: int, tools: Mapping[str, JSON]) -> tuple[ParsedCall, int] | None:
     if not text.startswith(_CALL_BEGIN, pos):
         return None
-    args_at = text.find(_ARGS, pos)
+    args_at = find_from(text, _ARGS, pos)  # remembered: a run of begins asks from each
     if args_at < 0:
         return None
     start = skip_space(text, args_at + len(_ARGS))

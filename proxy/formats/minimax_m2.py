@@ -13,7 +13,7 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import Block, section_block
+from proxy.formats.blocks import Block, find_from, section_block
 from proxy.formats.glm45 import required_present
 from proxy.formats.json_scan import past_close, skip_space, valid_name
 from proxy.formats.qwen3_coder_xml import strip_newlines
@@ -47,7 +47,7 @@ When making tool calls, use XML format to invoke tools and pass parameters:
 
 def _value_close(text: str, start: int) -> int | None:
     pos = start
-    while (at := text.find(_PARAM_CLOSE, pos)) >= 0:
+    while (at := find_from(text, _PARAM_CLOSE, pos)) >= 0:  # remembered across starts
         after = skip_space(text, at + len(_PARAM_CLOSE))
         if (
             after == len(text)

@@ -17,7 +17,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proxy.formats.base import ParsedCall, ParseResult
-from proxy.formats.blocks import Block, find_blocks, section_block, splice, tool_list
+from proxy.formats.blocks import (
+    Block,
+    find_blocks,
+    find_from,
+    search_from,
+    section_block,
+    splice,
+    tool_list,
+)
 from proxy.formats.json_scan import json_int, skip_space, valid_name
 from proxy.formats.jsonish import scan_json_value
 from proxy.types import JSON, ToolDef
@@ -34,6 +42,8 @@ _SENTINEL_END = re.compile(
     r"\s*<\|python_end\|>(?:[ \t]*(?:<\|eom_id\|>|<\|eot_id\|>))?(?:[ \t]*(?:\n|$))?"
 )
 _CONTROL = (_START, _END, _TAG, "<|eom_id|>", "<|eot_id|>")
+_BARE_END = re.compile(r"<\|eom_id\|>|<\|eot_id\|>|\n|$")
+_BARE_CALL = re.compile(r"[(A-Za-z_]")
 _WORDS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 
 _INSTRUCTIONS = """\
@@ -137,10 +147,16 @@ def _segment(text: str, pos: int, tagged: bool) -> tuple[int, bool] | None:
     if pos < len(text) and text[pos] == "[":
         end = scan_json_value(text, pos)
         return None if end is None else (end, False)
-    if not tagged:
+    # A bare call is `name(` or `(name(`: anything else is not worth parsing the
+    # rest of the line as Python (a line of repeated tags would parse it per tag).
+    if not tagged or _BARE_CALL.match(text, pos) is None:
         return None
-    line_end = re.compile(r"<\|eom_id\|>|<\|eot_id\|>|\n|$").search(text, pos)
-    return (line_end.start(), True) if line_end is not None else None
+    line_end = search_from(text, _BARE_END, pos)
+    if line_end is None or 0 <= find_from(text, _TAG, pos) < line_end.start():
+        # Another tag on the line begins another call: parsing from each tag to
+        # the line's end would cost the line's length per tag.
+        return None
+    return line_end.start(), True
 
 
 def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:

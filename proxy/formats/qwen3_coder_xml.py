@@ -14,7 +14,7 @@ from typing import Any
 
 from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
-from proxy.formats.blocks import Block, section_block
+from proxy.formats.blocks import Block, find_from, search_from, section_block
 from proxy.formats.json_scan import past_close, skip_space, valid_name
 from proxy.formats.xml_values import convert, known_key, property_schema, render_value
 from proxy.types import JSON
@@ -74,10 +74,13 @@ def _structural_close(text: str, start: int) -> int | None:
     (`city` = "Dallas</parameter><parameter=state>TX") corrupts a value the
     model wrote correctly, while an extra key is judged by the schema check.
     """
-    for close in _CLOSE_CANDIDATE.finditer(text, start):
+    # Remembered searches: a run of cut-off calls asks from each of its starts.
+    close = search_from(text, _CLOSE_CANDIDATE, start)
+    while close is not None:
         nxt = _PARAMETER.match(text, skip_space(text, close.end()))
         if nxt is None or valid_name(nxt.group(1).strip()):
             return close.start()
+        close = search_from(text, _CLOSE_CANDIDATE, close.end())
     return None
 
 
@@ -105,7 +108,7 @@ def _value_end(text: str, start: int, schema: JSON) -> tuple[int, int] | None:
     if close is not None:
         return close, close + len(_PARAM_CLOSE)
     # The last parameter's close missing before a line-start </function>.
-    end = text.find("\n</function>", start)
+    end = find_from(text, "\n</function>", start)
     if end < 0 or _BOUNDARY.search(text, start, end):
         return None
     return end + 1, end + 1
