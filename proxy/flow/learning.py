@@ -37,10 +37,10 @@ _Fields = tuple[dict[str, Any], FactSource, str | None]
 
 
 def _tools_refused(detail: Mapping[str, Any]) -> _Fields | None:
-    rung = detail.get("rung")
-    if rung not in ("off", "emulate"):
+    # The fact, not the rung it led to: `fallback` (the person's) decides the rung.
+    if detail.get("rung") not in ("off", "emulate"):
         return None
-    return {"tools": rung}, "runtime_error", _text(detail.get("evidence"))
+    return {"tool_support": "refused"}, "runtime_error", _text(detail.get("evidence"))
 
 
 def _tool_choice_refused(detail: Mapping[str, Any]) -> _Fields | None:
@@ -61,7 +61,8 @@ def _probe(detail: Mapping[str, Any]) -> _Fields | None:
     tools = detail.get("tools")
     if not isinstance(tools, bool):
         return None
-    return {"tools": "native" if tools else "off"}, "probe", _text(detail.get("evidence"))
+    found = {"tools": "native"} if tools else {"tool_support": "none"}
+    return found, "probe", _text(detail.get("evidence"))
 
 
 def _quirk(fields: dict[str, Any]) -> Callable[[Mapping[str, Any]], _Fields | None]:
@@ -104,6 +105,11 @@ _RULES: Mapping[str, Callable[[Mapping[str, Any]], _Fields | None]] = {
     "correction": _correction,
     "reasoning_open": _reasoning_open,
 }
+
+_SUPERSEDES: Mapping[str, tuple[str, ...]] = {"tool_support": ("tools",),
+                                              "tools": ("tool_support",)}
+"""A learned tool fact replaces the other kind: a refusal retires a learned `tools`
+(an older file's `tools: off` included), a probe that finds tools a refusal."""
 
 _COUNTED = ("correction",)
 """Fields that add up over requests (`{tried, succeeded}`, stamped with `at`): they
@@ -173,6 +179,8 @@ def merge_fact(entry: object | None, fact: LearnedFact) -> dict[str, Any]:
         # A count, not a finding: the entry's own provenance stays as it was.
         return merged | {k: known[k] for k in PROVENANCE if k in known}
     for name, value in fact.fields.items():
+        for old in _SUPERSEDES.get(name, ()):
+            merged.pop(old, None)
         if name in _COUNTED:
             merged[name] = _added(merged.get(name), value, at=fact.at)
         elif isinstance(value, (list, tuple)):

@@ -23,6 +23,10 @@ def initial_plan(profile: Profile, has_tools: bool) -> Plan:
         return Plan("off")
     if profile.tools == "emulate":
         return Plan("emulate")
+    if profile.tool_support is not None and _may_step_down(profile):
+        # Known to lack native tools: straight to the fallback in force, which a
+        # person may change after the fact was learned.
+        return Plan(profile.fallback)
     return Plan("native")
 
 
