@@ -116,6 +116,7 @@ class Profile:
 
 ObservationKind = Literal[
     "tools_refused", "tool_choice_refused", "tool_choice_dropped", "tools_stripped",
+    "tools_emulated",
     "text_calls_recovered", "call_dropped", "call_repaired", "probe",
     # backend quirks (quirks.py)
     "stream_tools_failed", "required_choice_failed", "null_content_failed",

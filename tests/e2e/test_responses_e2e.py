@@ -289,7 +289,9 @@ def test_only_hosted_tools_send_none(client: openai.OpenAI, fake: FakeOllama) ->
 def test_refusal_retries_with_emulated_tools(fake: FakeOllama,
                                              new_sdk: Callable[..., openai.OpenAI],
                                              make_settings: Callable[..., Any],
-                                             stream: bool) -> None:
+                                             stream: bool,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="toolshim")
     # Ollama's exact 400 for a model without tools: the shipped fallback describes the
     # tools in the prompt, and the call the model writes as text comes back as a call.
     fake.reply("gemma3:4b", Reply(content=[
@@ -307,6 +309,10 @@ def test_refusal_retries_with_emulated_tools(fake: FakeOllama,
     sent = fake.chat_requests()
     assert "tools" in sent[0] and "tools" not in sent[1]
     assert "get_weather" in sent[1]["messages"][0]["content"]
+    # The log line says how much of the prompt the description took.
+    [line] = [r for r in request_lines(caplog) if r["endpoint"] == "responses"]
+    assert line["rung"] == "emulate"
+    assert line["emulated_chars"] == len(sent[1]["messages"][0]["content"])
 
 
 @pytest.mark.parametrize("stream", [False, True])
