@@ -155,7 +155,8 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
                           exception_handlers={HTTPException: _http_error, ApiError: _api_error,
                                               Exception: _unexpected})
     app.state.drain = drain
-    app.state.responses = ResponsesStore(settings.responses_store_size, settings.responses_ttl)
+    app.state.responses = ResponsesStore(settings.responses_store_size, settings.responses_ttl,
+                                         int(settings.responses_store_mb * 1024 * 1024))
     return app
 
 

@@ -92,6 +92,20 @@ class ApiError(Exception):
                         media_type="application/json", headers=self.headers)
 
 
+MAX_MODEL_NAME = 256
+"""characters a model name may have. No backend names a model anywhere near this (Ollama's
+longest are registry paths of ~100), and every per-model table (counters, probes, listings,
+shared facts) keys on the name: past this, a name is a client's mistake or an attack."""
+
+
+def check_model_name(model: object) -> None:
+    """A 400 for a model name longer than MAX_MODEL_NAME, quoting only its start."""
+    if isinstance(model, str) and len(model) > MAX_MODEL_NAME:
+        raise ApiError(400, f"model name is {len(model)} characters long, more than the "
+                       f"{MAX_MODEL_NAME} allowed: {model[:40]!r}...",
+                       type_="invalid_request_error", param="model", code="model_name_too_long")
+
+
 def internal_error() -> Response:
     """The answer to a bug of ours that reached the edge: a 500 that says nothing more."""
     return Response(orjson.dumps(error_body("internal error in toolshim", 500)),

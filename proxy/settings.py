@@ -94,6 +94,8 @@ class Settings(BaseModel):
     ollama_default_ctx: int = Field(4096, gt=0)
     """The window Ollama loads a model with when nobody asked for one (num_ctx: auto)."""
     responses_store_size: int = Field(1000, ge=0)
+    responses_store_mb: float = Field(256.0, ge=0)
+    """megabytes (MiB) the stored responses may take, besides their count."""
     responses_ttl: float = Field(3600.0, gt=0)
     ca_bundle: str | None = None
     """PEM file of the CAs upstream certificates must chain to (instead of the defaults)."""
@@ -181,6 +183,7 @@ ENV_NAMES: Mapping[str, str] = {
     "upstream_kinds": "TOOLSHIM_UPSTREAM_KIND",
     "ollama_default_ctx": "TOOLSHIM_OLLAMA_DEFAULT_CTX",
     "responses_store_size": "TOOLSHIM_RESPONSES_STORE_SIZE",
+    "responses_store_mb": "TOOLSHIM_RESPONSES_STORE_MB",
     "responses_ttl": "TOOLSHIM_RESPONSES_TTL",
     "ca_bundle": "TOOLSHIM_CA_BUNDLE",
     "upstream_transports": "TOOLSHIM_UPSTREAM_TRANSPORT",
@@ -260,6 +263,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--responses-store-size", type=int,
         help="responses kept for previous_response_id and GET; 0 keeps none "
              "(TOOLSHIM_RESPONSES_STORE_SIZE, default 1000)")
+    add("--responses-store-mb", type=float, metavar="MB",
+        help="memory the stored responses may take, oldest dropped first; a response larger "
+             "than this is not stored (TOOLSHIM_RESPONSES_STORE_MB, default 256)")
     add("--responses-ttl", type=float,
         help="seconds a stored response is kept (TOOLSHIM_RESPONSES_TTL, default 3600)")
     add("--ca-bundle", metavar="FILE",

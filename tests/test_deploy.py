@@ -7,6 +7,7 @@ paths are routes of the app, volumes and ConfigMaps are declared.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -137,3 +138,26 @@ def test_volumes_and_config_maps_are_declared() -> None:
         for volume in volumes.values():
             if "configMap" in volume:
                 assert volume["configMap"]["name"] in config_maps
+
+
+def interpolate(text: str, env: dict[str, str]) -> str:
+    """Compose's `${NAME}` and `${NAME:?message}`: a missing NAME fails, as compose does."""
+    def value(match: re.Match[str]) -> str:
+        name, required = match.group(1), match.group(2) is not None
+        if name not in env:
+            assert not required, f"compose would refuse to start without {name}"
+            return ""
+        return env[name]
+    return re.sub(r"\$\{([A-Z_]+)(:\?[^}]*)?\}", value, text)
+
+
+def test_compose_redis_requires_a_password_the_replicas_send() -> None:
+    raw = (DEPLOY / "compose.yaml").read_text()
+    with pytest.raises(AssertionError, match="refuse to start without REDIS_PASSWORD"):
+        interpolate(raw, {})
+    compose = YAML(typ="safe").load(interpolate(raw, {"REDIS_PASSWORD": "pw-0123abcd"}))
+    command = compose["services"]["redis"]["command"]
+    assert command[command.index("--requirepass") + 1] == "pw-0123abcd"
+    for service in (s for s in compose["services"].values() if "build" in s):
+        url = _check_env(service["environment"]).redis_url or ""
+        assert urlsplit(url).password == "pw-0123abcd"

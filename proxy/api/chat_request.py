@@ -23,7 +23,7 @@ from proxy.api.hostile import (
     expansion_exceeds,
     ref_cycle,
 )
-from proxy.errors import ApiError
+from proxy.errors import ApiError, check_model_name
 from proxy.types import ChatRequest
 
 # TypedDicts, not models: the result is thrown away (the body stays the client's
@@ -115,6 +115,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         where = ".".join(str(p) for p in err["loc"]) or "body"
         raise ApiError(400, f"invalid chat request: {where}: {err['msg']}", param=where,
                        code="invalid_request") from None
+    check_model_name(body["model"])
     # A `$ref` needs a '$' (plain or escaped), and growing past the expansion budget
     # needs that many containers: otherwise neither tool-schema check can fire.
     if raw.find(b"$") >= 0 or raw.find(b"\\u0024") >= 0 or brackets > MAX_EXPANDED:

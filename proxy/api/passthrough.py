@@ -30,7 +30,7 @@ from proxy.backends.upstream import (
     send,
 )
 from proxy.console.gate import validation_of
-from proxy.errors import ApiError
+from proxy.errors import ApiError, check_model_name
 from proxy.flow.exchange import Exchange
 from proxy.flow.run import UpstreamCall
 from proxy.observability.logs import IntendedCut, intend_cut
@@ -96,8 +96,10 @@ async def forward(request: Request) -> Response:
 async def _open(ex: Exchange, path: str) -> Response:
     svc, request = ex.svc, ex.request
     body = await read_body(request, svc.settings.max_body_bytes)
-    upstream = await svc.route(_model_of(body) or "")
-    ex.record.upstream = upstream.root
+    model = _model_of(body)
+    check_model_name(model)
+    upstream = await svc.route(model or "")
+    ex.record.model, ex.record.upstream = model, upstream.root
     if request.url.query:
         path += "?" + request.url.query
     headers = forward_headers(request.headers, upstream,

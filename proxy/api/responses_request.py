@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field, StrictBool, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
 from proxy.api.responses_tools import chat_arguments, chat_tool, custom_tool_problem, kinds, name_of
-from proxy.errors import ApiError
+from proxy.errors import ApiError, check_model_name
 from proxy.types import JSON, ChatRequest, Message
 
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
@@ -78,6 +78,7 @@ def validate(body: Any) -> JSON:
         err = exc.errors()[0]
         # The body's checked fields are all top-level; deeper loc parts name union members.
         raise bad(str(err["loc"][0]) if err["loc"] else "body", err["msg"]) from None
+    check_model_name(body["model"])
     return body
 
 

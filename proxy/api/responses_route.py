@@ -197,7 +197,10 @@ def _keep(ex: Exchange, store: ResponsesStore | None, builder: ResponseBuilder,
         return
     answer = builder.assistant_message()
     conversation = translated.conversation + ([answer] if answer else [])
-    store.put(builder.response, conversation, _owner(ex))
+    if not store.put(builder.response, conversation, _owner(ex)) and store.size > 0:
+        ex.svc.telemetry.log.info(
+            "response %s not stored: larger than --responses-store-mb (%d bytes allowed)",
+            builder.response.get("id"), store.max_bytes)
 
 
 def _owner(ex: Exchange) -> str:

@@ -2,19 +2,25 @@
 
 Each entry keeps the response object a client may fetch again and the chat
 conversation (without instructions, as the API defines) that a continuation
-starts from. Oldest entries make room past `size`; entries expire after `ttl`
-seconds. Every worker process keeps its own. With API keys configured, an entry
-belongs to the key that made it (`owner`, a digest of the key): another key can
-neither read, continue nor delete it, as if it did not exist.
+starts from. The store is bounded twice: in entries (`size`) and in bytes
+(`max_bytes`, an entry weighed as the JSON it holds), because one conversation
+can be megabytes and a thousand of them would be gigabytes. Oldest entries make
+room past either bound; an entry larger than the whole byte budget is not kept
+at all. Entries expire after `ttl` seconds. Every worker process keeps its own.
+With API keys configured, an entry belongs to the key that made it (`owner`, a
+digest of the key): another key can neither read, continue nor delete it, as if
+it did not exist.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 
-from cachetools import TTLCache
+import orjson
 
 from proxy.types import JSON, Message
 
@@ -25,6 +31,9 @@ class Stored:
     conversation: list[Message]
     owner: str = ""
     """who may use it (`owner_of`): "" when the proxy has no API keys."""
+    size: int = 0
+    """bytes it weighs against the budget (`weigh`)."""
+    expires: float = 0.0
 
 
 def owner_of(authorization: str, keys_configured: bool) -> str:
@@ -36,24 +45,63 @@ def owner_of(authorization: str, keys_configured: bool) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-class ResponsesStore:
-    def __init__(self, size: int, ttl: float) -> None:
-        self._entries: TTLCache[str, Stored] | None = TTLCache(size, ttl) if size > 0 else None
+def weigh(response: JSON, conversation: list[Message]) -> int:
+    """An entry's size: its JSON, which is what it holds (strings dominate dicts' overhead)."""
+    try:
+        return len(orjson.dumps(response)) + len(orjson.dumps(conversation))
+    except (TypeError, orjson.JSONEncodeError):
+        return 1 << 62  # cannot be weighed: never kept
 
-    def put(self, response: JSON, conversation: list[Message], owner: str = "") -> None:
-        if self._entries is not None:
-            self._entries[response["id"]] = Stored(response, conversation, owner)
+
+class ResponsesStore:
+    """Insertion-ordered, so the oldest entry is always the first: expiry and both bounds
+    pop from the front, each put or get costing O(evicted)."""
+
+    def __init__(self, size: int, ttl: float, max_bytes: int = 256 * 1024 * 1024) -> None:
+        self.size, self.ttl, self.max_bytes = size, ttl, max_bytes
+        self._entries: OrderedDict[str, Stored] = OrderedDict()
+        self.bytes = 0
+
+    def put(self, response: JSON, conversation: list[Message], owner: str = "") -> bool:
+        """Keep an entry; False when it is not kept (store off, or larger than the budget)."""
+        weight = weigh(response, conversation) if self.size > 0 else 0
+        if self.size <= 0 or weight > self.max_bytes:
+            return False
+        self._drop(response["id"])
+        self._expire()
+        while self._entries and (len(self._entries) >= self.size
+                                 or self.bytes + weight > self.max_bytes):
+            self._drop(next(iter(self._entries)))
+        self._entries[response["id"]] = Stored(response, conversation, owner, weight,
+                                               time.monotonic() + self.ttl)
+        self.bytes += weight
+        return True
 
     def get(self, response_id: str, owner: str = "") -> Stored | None:
-        stored = self._entries.get(response_id) if self._entries is not None else None
+        self._expire()
+        stored = self._entries.get(response_id)
         return stored if stored is not None and hmac.compare_digest(stored.owner, owner) \
             else None
 
     def delete(self, response_id: str, owner: str = "") -> bool:
         if self.get(response_id, owner) is None:
             return False
-        assert self._entries is not None
-        return self._entries.pop(response_id, None) is not None
+        return self._drop(response_id)
+
+    def _drop(self, response_id: str) -> bool:
+        stored = self._entries.pop(response_id, None)
+        if stored is not None:
+            self.bytes -= stored.size
+        return stored is not None
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        while self._entries:
+            oldest = next(iter(self._entries.values()))
+            if oldest.expires > now:
+                return
+            self._drop(oldest.response["id"])
 
     def __len__(self) -> int:
-        return len(self._entries) if self._entries is not None else 0
+        self._expire()
+        return len(self._entries)

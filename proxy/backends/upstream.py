@@ -25,7 +25,7 @@ import orjson
 
 from proxy.backends.egress import Egress
 from proxy.backends.wire import WireTransport
-from proxy.errors import ApiError
+from proxy.errors import MAX_MODEL_NAME, ApiError
 from proxy.settings import redact_url
 
 # RFC 9110 §7.6.1 hop-by-hop headers, plus what httpx recomputes itself.
@@ -227,6 +227,9 @@ def _certificate_failure(exc: BaseException) -> str | None:
 
 
 _LISTING_TIMEOUT = 5.0
+_MAX_LISTED = 10_000
+"""models kept from one upstream's listing: every listed name is kept for the process's
+life (routing), so a backend cannot grow that table past this per listing."""
 
 
 async def fetch_listing(upstream: Upstream) -> list[dict[str, Any]] | None:
@@ -241,4 +244,12 @@ async def fetch_listing(upstream: Upstream) -> list[dict[str, Any]] | None:
         data = orjson.loads(response.content).get("data")
     except (orjson.JSONDecodeError, AttributeError):
         return None
-    return [e for e in data or [] if isinstance(e, dict)]
+    if not isinstance(data, list):
+        return []
+    return [e for e in data[:_MAX_LISTED] if isinstance(e, dict) and _askable(e.get("id"))]
+
+
+def _askable(name: object) -> bool:
+    """A name a client may ask for (errors.MAX_MODEL_NAME; `m` finds Ollama's `m:latest`):
+    any other is not worth a table entry."""
+    return isinstance(name, str) and 0 < len(name.removesuffix(":latest")) <= MAX_MODEL_NAME

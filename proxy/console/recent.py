@@ -2,7 +2,10 @@
 
 Fed once per request from Exchange.finish; every update is O(1) (a deque append,
 a few integer additions, an LRU touch). Sorting for a p50 happens only when the
-console reads the counters.
+console reads the counters. The ring is bounded in entries and in bytes: with
+--log-prompts an entry holds the client's whole conversation, so a prompt past
+_MAX_PROMPT_BYTES is kept as a note of its size, and the oldest entries go once
+the ring weighs more than _RECENT_BYTES.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import orjson
 from cachetools import LRUCache
 from starlette.requests import Request
 
@@ -25,6 +29,12 @@ from proxy.types import Observation
 _OVERHEAD_SAMPLES = 256
 """overheads kept per model for the p50 (the most recent ones)."""
 _MAX_MODELS = 1000
+_RECENT_BYTES = 32 * 1024 * 1024
+_MAX_PROMPT_BYTES = 256 * 1024
+_ENTRY_BYTES = 1024
+"""what an entry weighs besides its strings: the record's fields and the tuple."""
+_COUNTED_ENDPOINTS = frozenset({"chat.completions", "responses"})
+"""the requests that run a model through the chat flow (Responses is a translation of it)."""
 _NOTE_KINDS = ("tools_stripped", "call_dropped", "call_repaired", "text_calls_recovered",
                "tools_refused", "tool_choice_refused", "correction")
 _REFUSALS = frozenset({"tools_refused", "tool_choice_refused"})
@@ -70,7 +80,10 @@ class ConsoleState:
     """Recent requests, live counters and pending bench captures, for one process."""
 
     def __init__(self, recent: int = 200, *, keep_prompts: bool = False) -> None:
-        self._recent: deque[_Finished] = deque(maxlen=max(recent, 0))
+        self._recent: deque[_Finished] = deque()
+        self._capacity = max(recent, 0)
+        self.bytes = 0
+        """what the kept entries weigh (`_keep`), held under _RECENT_BYTES."""
         self.counters: LRUCache[str, ModelCounters] = LRUCache(maxsize=_MAX_MODELS)
         self.captures: dict[str, Capture] = {}
         self.keep_prompts = keep_prompts
@@ -91,7 +104,7 @@ class ConsoleState:
 
     @property
     def capacity(self) -> int:
-        return self._recent.maxlen or 0
+        return self._capacity
 
     def recent(self) -> list[dict[str, Any]]:
         """The kept requests as JSON-ready dicts, newest first (built only when read)."""
@@ -100,10 +113,9 @@ class ConsoleState:
     def finished(self, record: RequestRecord, observations: Sequence[Observation],
                  tap: Tap) -> None:
         """Called once per request at its end: an append and a few additions."""
-        if self._recent.maxlen:
-            # The record is not touched after finish(): keep it, serialise on read.
-            self._recent.append(_Finished(record, time.time(), observations, tap.prompt))
-        if record.model is None or record.endpoint != "chat.completions":
+        if self._capacity:
+            self._keep(record, observations, tap.prompt)
+        if record.model is None or record.endpoint not in _COUNTED_ENDPOINTS:
             return
         # An LRU: a flood of made-up model names pushes out the least recently used.
         counters = self.counters.get(record.model)
@@ -118,6 +130,18 @@ class ConsoleState:
         passed = record.calls_kept - record.calls_repaired - record.calls_recovered
         counters.add(record, max(0, passed), refusals)
 
+    def _keep(self, record: RequestRecord, observations: Sequence[Observation],
+              prompt: dict[str, Any] | None) -> None:
+        # The record is not touched after finish(): keep it, serialise on read.
+        prompt, weight = _bounded(prompt)
+        weight += _ENTRY_BYTES + len(record.endpoint) + len(record.model or "") \
+            + len(record.error or "") + sum(map(len, record.server_tools))
+        self._recent.append(_Finished(record, time.time(), observations, prompt, weight))
+        self.bytes += weight
+        while len(self._recent) > self._capacity or (
+                self.bytes > _RECENT_BYTES and len(self._recent) > 1):
+            self.bytes -= self._recent.popleft().weight
+
     def find(self, request_id: str) -> dict[str, Any] | None:
         found = next((e for e in reversed(self._recent) if e.record.request_id == request_id),
                      None)
@@ -131,6 +155,7 @@ class _Finished(NamedTuple):
     at: float
     observations: Sequence[Observation]
     prompt: dict[str, Any] | None
+    weight: int
 
     def as_json(self) -> dict[str, Any]:
         entry = {**vars(self.record), "at": self.at, "changes": list(self.record.changes),
@@ -144,6 +169,20 @@ class _Finished(NamedTuple):
     @property
     def upstream_shown(self) -> str | None:
         return redact_url(self.record.upstream) if self.record.upstream else None
+
+
+def _bounded(prompt: dict[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
+    """The prompt as kept, and its weight: one past _MAX_PROMPT_BYTES becomes a note."""
+    if prompt is None:
+        return None, 0
+    try:
+        size = len(orjson.dumps(prompt))
+    except (TypeError, orjson.JSONEncodeError):
+        size = _MAX_PROMPT_BYTES + 1
+    if size <= _MAX_PROMPT_BYTES:
+        return prompt, size
+    note = {"omitted": f"a prompt of {size} bytes, more than the {_MAX_PROMPT_BYTES} kept"}
+    return note, 128
 
 
 def _note(obs: Observation) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from proxy.console.recent import CAPTURE_HEADER
 from proxy.console.samples import SAMPLE_TOOLS
 from proxy.console.validate import record_validation, run_battery
 from proxy.console.yaml_edit import EditError, forget_text, promote_text
-from proxy.errors import ApiError
+from proxy.errors import ApiError, check_model_name
 from proxy.flow.exchange import now_iso
 from proxy.services import Services
 
@@ -110,6 +110,7 @@ def _model_param(body: dict[str, Any]) -> str:
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise ApiError(400, "'model' must be a non-empty string", param="model")
+    check_model_name(model)
     return model
 
 

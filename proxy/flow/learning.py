@@ -92,24 +92,45 @@ def _reasoning_open(detail: Mapping[str, Any]) -> _Fields | None:
     return {"starts_in_reasoning": True}, "observed", "a reply began inside reasoning"
 
 
+@dataclass(frozen=True)
+class _Rule:
+    writes: frozenset[str]
+    """the only fields its facts may set (a fact setting any other is not made)."""
+    make: Callable[[Mapping[str, Any]], _Fields | None]
+
+
+def _rule(make: Callable[[Mapping[str, Any]], _Fields | None], *writes: str) -> _Rule:
+    return _Rule(frozenset(writes), make)
+
+
 # Observation kind -> fact; kinds not listed (call_dropped, rung_used, ...) are counts.
-_RULES: Mapping[str, Callable[[Mapping[str, Any]], _Fields | None]] = {
-    "tools_refused": _tools_refused,
-    "tool_choice_refused": _tool_choice_refused,
-    "text_calls_recovered": _text_calls_recovered,
-    "probe": _probe,
-    "stream_tools_failed": _quirk({"stream_tools": False}),
-    "required_choice_failed": _quirk({"required_tool_choice": "rewrite"}),
-    "null_content_failed": _quirk({"null_content": False}),
-    "chars_per_token": _chars_per_token,
-    "correction": _correction,
-    "reasoning_open": _reasoning_open,
+_RULES: Mapping[str, _Rule] = {
+    # `tools` too: a fact from a replica still on an older toolshim says `tools: off`.
+    "tools_refused": _rule(_tools_refused, "tool_support", "tools"),
+    "tool_choice_refused": _rule(_tool_choice_refused, "drop_tool_choice"),
+    "text_calls_recovered": _rule(_text_calls_recovered, "tool_format"),
+    "probe": _rule(_probe, "tools", "tool_support"),
+    "stream_tools_failed": _rule(_quirk({"stream_tools": False}), "stream_tools"),
+    "required_choice_failed": _rule(_quirk({"required_tool_choice": "rewrite"}),
+                                    "required_tool_choice"),
+    "null_content_failed": _rule(_quirk({"null_content": False}), "null_content"),
+    "chars_per_token": _rule(_chars_per_token, "chars_per_token"),
+    "correction": _rule(_correction, "correction"),
+    "reasoning_open": _rule(_reasoning_open, "starts_in_reasoning"),
 }
 
 _SUPERSEDES: Mapping[str, tuple[str, ...]] = {"tool_support": ("tools",),
                                               "tools": ("tool_support",)}
 """A learned tool fact replaces the other kind: a refusal retires a learned `tools`
 (an older file's `tools: off` included), a probe that finds tools a refusal."""
+
+LEARNED_FIELDS: frozenset[str] = frozenset(
+    {"validation"}.union(*(rule.writes for rule in _RULES.values())))
+"""Every field toolshim itself learns: what the rules above write, plus `validation`
+(written by `toolshim validate`, console/validate.py). The rest of a model entry
+(server_tools, system_prompt, rename, allow_tools, ollama_options, ...) belongs to
+the person who writes capabilities.yaml: a fact from elsewhere (Redis) that sets
+any of it is refused, never applied (state/codec.py)."""
 
 _COUNTED = ("correction",)
 """Fields that add up over requests (`{tried, succeeded}`, stamped with `at`): they
@@ -132,8 +153,8 @@ def facts_from(
     seen: set[tuple[str, str]] = set()
     for obs in observations:
         rule = _RULES.get(obs.kind)
-        found = rule(obs.detail) if rule is not None else None
-        if found is None:
+        found = rule.make(obs.detail) if rule is not None else None
+        if rule is None or found is None or not found[0].keys() <= rule.writes:
             continue
         fields, source, evidence = found
         key = (obs.model, repr(sorted(fields.items())))

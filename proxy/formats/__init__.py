@@ -13,9 +13,11 @@ from proxy.formats import (
     apertus,
     command_r7b,
     deepseek_v3,
+    deepseek_v4,
     deepseek_v31,
     deepseek_v32,
     functionary,
+    gigachat3,
     glm45,
     gpt_oss,
     granite,
@@ -24,14 +26,18 @@ from proxy.formats import (
     jamba,
     json_block,
     kimi_k2,
+    kimi_k3,
     lfm2,
     llama3_json,
+    minicpm5,
     minimax_m2,
+    minimax_m3,
     mistral,
     nemotron_v2,
     phi4_mini,
     pythonic,
     qwen3_coder_xml,
+    solar_open2,
     xlam,
 )
 from proxy.formats.base import ParsedCall, ParseResult, TextFormat, no_calls, remaining_text
@@ -66,6 +72,13 @@ FORMATS: dict[str, TextFormat] = {fmt.name: fmt for fmt in (
     command_r7b.FORMAT,
     gpt_oss.FORMAT,
     deepseek_v32.FORMAT,
+    # The model families of 2026.
+    gigachat3.FORMAT,
+    kimi_k3.FORMAT,
+    minimax_m3.FORMAT,
+    minicpm5.FORMAT,
+    deepseek_v4.FORMAT,
+    solar_open2.FORMAT,
 )}
 
 # Special-token formats first (a marker that cannot be prose), text tags next,
@@ -78,6 +91,16 @@ _ORDER = (
     "deepseek_v32",
     "deepseek_v31",
     "deepseek_v3",
+    # The model families of 2026: their markers are special tokens (Kimi K3's
+    # channels, DSML, GigaChat's separators, Solar's sentinels) or tags that no
+    # other format reads after them (M3's `<invoke>` elements, MiniCPM 5's
+    # `<param>`), so they go with the other marker formats.
+    "kimi_k3",
+    "deepseek_v4",
+    "gigachat3",
+    "solar_open2",
+    "minimax_m3",
+    "minicpm5",
     "gpt_oss",
     "command_r7b",
     "internlm2",

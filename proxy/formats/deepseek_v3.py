@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import Block, dumps, section_block
 from proxy.formats.json_scan import decode_arguments, skip_space, valid_name
@@ -138,7 +138,3 @@ class DeepseekV3(BlockFormat):
 
 FORMAT = DeepseekV3()
 
-
-def parse_deepseek(text: str, tools: Mapping[str, JSON]) -> ParseResult:
-    """Calls in either DeepSeek token shape; the end-of-sentence token is dropped."""
-    return FORMAT.parse(text, tools)

@@ -1,6 +1,7 @@
 """DeepSeek V3.2 tool calls in DSML markup (`<｜DSML｜function_calls>`).
 
-Owns: the XML-like DSML shape: `<｜DSML｜invoke name="NAME">` children with
+Owns: the XML-like DSML shape, for V3.2 and for V4 (deepseek_v4, which only
+renames the wrapper element): `<｜DSML｜invoke name="NAME">` children with
 `<｜DSML｜parameter name="KEY" string="true|false">` values, where `true`
 marks a raw string and `false` a JSON value (kept as written when it does not
 decode). Must not: use an XML parser (values are raw) or execute an invoke
@@ -20,8 +21,6 @@ from proxy.formats.jsonish import loads_lenient
 from proxy.types import JSON, ToolDef
 
 _BAR = "[｜|]"
-_OPEN = re.compile(f"<{_BAR}DSML{_BAR}function_calls>")
-_CLOSE = re.compile(rf"\s*</{_BAR}DSML{_BAR}function_calls>")
 _INVOKE = re.compile(rf"\s*<{_BAR}DSML{_BAR}invoke\s+name\s*=\s*\"([^\"]+)\"\s*>")
 _INVOKE_CLOSE = re.compile(rf"\s*</{_BAR}DSML{_BAR}invoke>")
 _PARAM = re.compile(
@@ -45,12 +44,12 @@ To call tools, write:
 </｜DSML｜function_calls>"""
 
 
-def _value_close(text: str, start: int) -> re.Match[str] | None:
+def _value_close(text: str, start: int, wrapper_close: re.Pattern[str]) -> re.Match[str] | None:
     """The parameter close tag that the markup puts there, not one inside the value."""
     for close in _PARAM_CLOSE.finditer(text, start):
         after = close.end()
         if after == len(text.rstrip()) or any(
-            tag.match(text, after) for tag in (_PARAM, _INVOKE_CLOSE, _CLOSE)
+            tag.match(text, after) for tag in (_PARAM, _INVOKE_CLOSE, wrapper_close)
         ):
             return close
     return None
@@ -63,14 +62,14 @@ def _value(raw: str, string: str | None) -> Any:
     return raw if decoded is None else decoded[0]
 
 
-def _invoke(text: str, pos: int) -> tuple[ParsedCall, int] | None:
+def _invoke(text: str, pos: int, wrapper_close: re.Pattern[str]) -> tuple[ParsedCall, int] | None:
     head = _INVOKE.match(text, pos)
     if head is None or not valid_name(head.group(1)):
         return None
     arguments: dict[str, Any] = {}
     pos = head.end()
     while (param := _PARAM.match(text, pos)) is not None:
-        close = _value_close(text, param.end())
+        close = _value_close(text, param.end(), wrapper_close)
         if close is None:
             return None
         arguments[param.group(1)] = _value(text[param.end() : close.start()], param.group(2))
@@ -79,17 +78,24 @@ def _invoke(text: str, pos: int) -> tuple[ParsedCall, int] | None:
     return (ParsedCall(head.group(1), arguments), end.end()) if end else None
 
 
-def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
-    opener = _OPEN.match(text, at)
+def _parse_at(
+    text: str, at: int, tools: Mapping[str, JSON], wrapper: tuple[re.Pattern[str], re.Pattern[str]]
+) -> Block | None:
+    opener = wrapper[0].match(text, at)
     pos = opener.end() if opener else at
     parts: list[tuple[ParsedCall, str]] = []
-    while (found := _invoke(text, pos)) is not None:
+    while (found := _invoke(text, pos, wrapper[1])) is not None:
         parts.append((found[0], text[pos : found[1]].strip()))
         pos = found[1]
     if not parts or _INVOKE.match(text, pos):
         return None  # nothing, or an invoke that is cut off
-    closing = _CLOSE.match(text, pos)
+    closing = wrapper[1].match(text, pos)
     return section_block(text, at, closing.end() if closing else pos, parts, tools)
+
+
+def _wrapper(word: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The opening and closing patterns of the element that holds the invokes."""
+    return re.compile(f"<{_BAR}DSML{_BAR}{word}>"), re.compile(rf"\s*</{_BAR}DSML{_BAR}{word}>")
 
 
 def _render_call(call: ParsedCall) -> str:
@@ -102,23 +108,30 @@ def _render_call(call: ParsedCall) -> str:
     return f'<｜DSML｜invoke name="{call.name}">\n{params}</｜DSML｜invoke>\n'
 
 
-class DeepseekV32:
-    name = "deepseek_v32"
-    markers: tuple[str, ...] = ("<｜DSML｜function_calls>", "<|DSML|function_calls>")
+class Dsml:
+    """DSML calls inside one wrapper element: `function_calls` (V3.2), `tool_calls` (V4)."""
+
+    def __init__(self, name: str, word: str) -> None:
+        self.name = name
+        self.word = word
+        self.markers: tuple[str, ...] = (f"<｜DSML｜{word}>", f"<|DSML|{word}>")
+        self._wrapper = _wrapper(word)
 
     def render_tools(self, tools: Sequence[ToolDef]) -> str:
-        return _INSTRUCTIONS.format(tools=tool_list(tools))
+        return _INSTRUCTIONS.replace("function_calls", self.word).format(tools=tool_list(tools))
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
         body = "".join(_render_call(call) for call in calls)
-        return f"<｜DSML｜function_calls>\n{body}</｜DSML｜function_calls>"
+        return f"<｜DSML｜{self.word}>\n{body}</｜DSML｜{self.word}>"
 
     def render_result(self, name: str, content: str) -> str:
         return f"<｜tool▁output▁begin｜>{content}<｜tool▁output▁end｜>"
 
     def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        blocks = find_blocks(text, _OPEN, lambda t, at: _parse_at(t, at, tools))
+        blocks = find_blocks(
+            text, self._wrapper[0], lambda t, at: _parse_at(t, at, tools, self._wrapper)
+        )
         return splice(text, blocks, drop=("<｜end▁of▁sentence｜>",))
 
 
-FORMAT = DeepseekV32()
+FORMAT = Dsml("deepseek_v32", "function_calls")

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from proxy.formats.base import ParseResult, TextFormat, no_calls
+from proxy.formats.base import ParseResult, TextFormat, no_calls, remaining_text
 from proxy.types import JSON
 
 THINK_OPEN = "<think>"
@@ -156,10 +156,11 @@ GENERIC_MARKERS = frozenset({"{", "[", "```", "~~~"})
 _OPEN_ENDED = frozenset({"<|START_THINKING|>", "<|python_tag|>", "<|python_start|>",
                          "<|start|>", "<|channel|>", ">>>"})
 # What a call's text begins with after any other marker (and blanks), in every format:
-# a JSON value, a tag, a quoted name or a fence; or a word, handled apart: an offered
-# tool's name (GLM-4.5, Mistral v11, `<function=name>`) or `function` (DeepSeek V3's
-# `function<sep>`, Kimi's `functions.name:0`).
-_CALL_OPENERS = frozenset("{[<\"'`~(")
+# a JSON value, a tag (MiniMax-M3's led by its `]<]minimax[>[`), a quoted name or a
+# fence; or a word, handled apart: an offered tool's name (GLM-4.5, Mistral v11,
+# `<function=name>`) or `function` (DeepSeek V3's `function<sep>`, Kimi's
+# `functions.name:0`, GigaChat's `function call` header).
+_CALL_OPENERS = frozenset("{[<\"'`~(]")
 
 
 def opens_nothing(marker: str, after: str, tools: Iterable[str]) -> bool:
@@ -196,10 +197,38 @@ def applicable(formats: Sequence[TextFormat], text: str) -> list[TextFormat]:
     return specific + generic
 
 
+@functools.lru_cache(maxsize=64)
+def controls_of(formats: tuple[TextFormat, ...]) -> tuple[str, ...]:
+    """The control tokens of these formats (`controls`, optional on a format): section
+    markers and headers that are markup wherever they stand outside a call block.
+    Memo over an immutable key: recovery asks on every try."""
+    found = {token for fmt in formats for token in getattr(fmt, "controls", ())}
+    return tuple(sorted(found, key=len, reverse=True))
+
+
+def drop_controls(text: str, controls: Sequence[str]) -> str:
+    """text without the control tokens."""
+    for token in controls:
+        if token in text:
+            text = text.replace(token, "")
+    return text
+
+
 def recover_with(
     text: str, tools: Mapping[str, JSON], formats: Sequence[TextFormat], whole_fence: bool = True
 ) -> tuple[ParseResult, str | None]:
-    """The first format (in order) that recovers a call; else the text unchanged."""
+    """The first format (in order) that recovers a call; else the text unchanged.
+    Control tokens go either way: they never reach content."""
+    result, name = _first_recovery(text, tools, formats, whole_fence)
+    controls = controls_of(tuple(formats))
+    if not controls or result.text is None:
+        return result, name
+    return ParseResult(result.calls, remaining_text([drop_controls(result.text, controls)])), name
+
+
+def _first_recovery(
+    text: str, tools: Mapping[str, JSON], formats: Sequence[TextFormat], whole_fence: bool
+) -> tuple[ParseResult, str | None]:
     body = whole_fence_body(text) if whole_fence else None
     if not tools:
         return no_calls(text), None

@@ -22,6 +22,8 @@ from proxy.formats.detect import (
     THINK_CLOSE,
     THINK_OPEN,
     TagWatch,
+    controls_of,
+    drop_controls,
     first_breaker,
     marker_set,
     opens_nothing,
@@ -54,7 +56,9 @@ class StreamRecovery:
     ) -> None:
         self._tools = dict(tools)
         self._leads = (_ALL, *self._tools)
-        self._order, self._markers = _formats_and_markers(preferred, tuple(FORMATS.values()))
+        self._order, self._markers, self._controls = _formats_and_markers(
+            preferred, tuple(FORMATS.values()))
+        self._dropped = controls_of(self._order)
         self._keep = keep_reasoning
         self._marker_set = marker_set(self._markers)
         self._quiet = _needed_chars(self._markers)
@@ -204,7 +208,7 @@ class StreamRecovery:
             if not result.calls:
                 # Nothing recovered: the text goes on as it came, even all blanks (a
                 # ParseResult says None for those; the answer's start may hold them).
-                result = ParseResult((), self._line + self._buf)
+                result = ParseResult((), drop_controls(self._line + self._buf, self._dropped))
             out += self._result(result, name)
         self._buf = ""
         return out
@@ -275,6 +279,10 @@ class StreamRecovery:
         if kind == "think":
             self._in_think = True
             out += self._reasoning(len(THINK_OPEN))
+        elif kind == "control":
+            # Markup, never content: dropped where it stands (recover_with does the same).
+            hit = self._marker_set.first(self._buf)
+            self._buf = self._buf[len(hit[1]) :] if hit is not None else self._buf
         elif kind == "fence":
             info = _FENCE_INFO.match(self._buf)
             if info is None:
@@ -300,7 +308,8 @@ class StreamRecovery:
                 found.append((0, lead))
         hit = self._marker_set.first(buf)
         if hit is not None:
-            found.append((hit[0], "think" if hit[1] == THINK_OPEN else "marker"))
+            kind = "think" if hit[1] == THINK_OPEN else "marker"
+            found.append((hit[0], "control" if hit[1] in self._controls else kind))
         source = self._line + buf
         # The prose already sent on this line (up to _CONTEXT chars, no newline) can
         # start nothing unless it is all blanks: scan from buf on (per-chunk work).
@@ -451,21 +460,28 @@ class StreamRecovery:
 @functools.lru_cache(maxsize=64)
 def _formats_and_markers(
     preferred: str | None, registry: tuple[TextFormat, ...]
-) -> tuple[tuple[TextFormat, ...], tuple[str, ...]]:
-    """The formats in search order and their markers, longest first: once per preferred
-    format (and registry), not per stream. `registry` keys the memo to FORMATS' contents."""
+) -> tuple[tuple[TextFormat, ...], tuple[str, ...], frozenset[str]]:
+    """The formats in search order, their markers (control tokens included) longest
+    first, and the control tokens that open no block (a marker that is also a control,
+    GigaChat's `<|message_sep|>`, is held as a block: recovery drops it if no call
+    follows): once per preferred format (and registry), not per stream. `registry`
+    keys the memo to FORMATS' contents."""
     order = tuple(format_order(preferred))
     markers = {m for fmt in order for m in fmt.markers if m not in GENERIC_MARKERS}
-    return order, tuple(sorted(markers | {THINK_OPEN}, key=len, reverse=True))
+    controls = frozenset(controls_of(order)) - markers
+    everything = markers | controls | {THINK_OPEN}
+    return order, tuple(sorted(everything, key=len, reverse=True)), controls
 
 
 @functools.lru_cache(maxsize=64)
 def _needed_chars(markers: tuple[str, ...]) -> re.Pattern[str]:
     """A character class that text must hit for `_next_start` to find a block in it:
-    per marker one character it cannot do without (its first that is not a letter
-    or digit: `[` of `functools[`), and what line-start blocks and fences begin with.
+    per marker one character it cannot do without (`<` when it has one, as most do,
+    else its first that is not a letter, digit or blank: `[` of `functools[`), and
+    what line-start blocks and fences begin with.
     Text that misses it can only end in a marker's beginning (`partial_suffix`)."""
-    needed = {next((c for c in m if not c.isalnum()), m[0]) for m in markers}
+    needed = {"<" if "<" in m else next((c for c in m if not c.isalnum() and not c.isspace()),
+                                         m[0]) for m in markers}
     return re.compile("[" + re.escape("".join(sorted(needed | set("{[`~")))) + "]")
 
 

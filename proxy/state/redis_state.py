@@ -1,16 +1,19 @@
 """Learned facts and probe turns shared through Redis, never at a request's expense.
 
 Layout (every key under the prefix): `facts:<model>` is a hash, one field per
-set of behaviour fields, each value a codec.py JSON fact; `facts` is the
-channel new facts are published on; `probe:<model>` a short lock and
-`probed:<model>` a marker, so one replica of the fleet probes a model.
+set of behaviour fields, each value a codec.py JSON fact, the key expiring
+FACTS_TTL after its last write; `facts` is the channel new facts are published
+on; `probe:<model>` a short lock and `probed:<model>` a marker, so one replica
+of the fleet probes a model.
 
 One background task follows the fleet: subscribe, load every fact, push what
 this replica learned while Redis was away, then apply published facts as they
 come. Any Redis failure flips the state to degraded (logged once), the
 replica goes on with what it knows, and the task reconnects and resyncs.
 Facts go into the local store through its `record`, so each replica writes
-them into its own capabilities.yaml with the same locked writer.
+them into its own capabilities.yaml with the same locked writer. Only facts
+(codec.refusal) cross Redis, either way: configuration read from Redis is
+refused with one log line and never applied, written or republished.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import os
 import secrets
 import socket
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -39,7 +43,15 @@ from redis.exceptions import RedisError
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.flow.learning import LearnedFact, fact_is_news
 from proxy.state.base import StateStatus
-from proxy.state.codec import Malformed, SharedFact, decode, encode, field_key
+from proxy.state.codec import (
+    Malformed,
+    Refused,
+    SharedFact,
+    decode,
+    encode,
+    field_key,
+    refusal,
+)
 
 OP_TIMEOUT = 0.5
 """seconds any one Redis operation may take before the replica stops waiting for it."""
@@ -50,6 +62,15 @@ STARTUP_WAIT = 3.0
 PROBE_LOCK_TTL = 30.0
 PROBED_TTL = 3600
 """seconds a probe answer stands for the fleet (like each process's own memory of it)."""
+FACTS_TTL = 30 * 24 * 3600
+"""seconds a `facts:<model>` key lives after its last write. A TTL, not a count: Redis
+enforces it by itself with every replica down, where a count needs an index and a
+sweeper. Made-up model names (a backend that answers any name gets probed for each)
+then cost Redis memory for a month at most. An expired fact is not lost: replicas
+keep it in their capabilities.yaml and republish what Redis lacks when they resync,
+and one that meets the model again learns it again for one retried request."""
+MAX_KNOWN = 20_000
+"""facts this replica remembers to republish at a resync, oldest forgotten first."""
 
 FAILURES: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
 
@@ -82,12 +103,13 @@ class RedisState:
         self._probe_wait = probe_wait
         self._log = log or logging.getLogger("toolshim")
         self._status: StateStatus = "degraded"
-        self._known: dict[tuple[str, str], SharedFact] = {}
+        self._known: OrderedDict[tuple[str, str], SharedFact] = OrderedDict()
         """Every fact this replica learned or received, as it would be stored."""
         self._synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._bad_seen: set[str] = set()
         self.malformed = 0
+        self.refused = 0
         self.resyncs = 0
         self.closers: list[Callable[[], Awaitable[None]]] = []
 
@@ -112,7 +134,8 @@ class RedisState:
         return self._status
 
     async def share(self, facts: Sequence[LearnedFact]) -> None:
-        news = [self._remember(SharedFact(f, self.replica)) for f in facts if self._is_news(f)]
+        news = [self._remember(SharedFact(f, self.replica)) for f in facts
+                if self._shareable(f) and self._is_news(f)]
         if not news or self._status != "ok":
             return  # while degraded it is published at the resync
         try:
@@ -228,13 +251,28 @@ class RedisState:
     def _decode(self, raw: bytes | str, where: str) -> SharedFact | None:
         try:
             return decode(raw)
+        except Refused as exc:
+            self.refused += 1
+            self._once(raw, "refusing a fact in redis (%s): %s", where, exc)
         except Malformed as exc:
             self.malformed += 1
-            digest = hashlib.sha256(raw if isinstance(raw, bytes) else raw.encode()).hexdigest()
-            if digest not in self._bad_seen:
-                self._bad_seen.add(digest)
-                self._log.warning("ignoring a malformed value in redis (%s): %s", where, exc)
-            return None
+            self._once(raw, "ignoring a malformed value in redis (%s): %s", where, exc)
+        return None
+
+    def _shareable(self, fact: LearnedFact) -> bool:
+        why = refusal(fact)
+        if why is not None:
+            self.refused += 1
+            self._once(why, "not sharing a fact about %r: %s", fact.model[:40], why)
+        return why is None
+
+    def _once(self, seen: bytes | str, message: str, *args: object) -> None:
+        """Log once per distinct value, and at most MAX_KNOWN values in all: a hostile
+        writer cannot flood the log or grow this memory."""
+        digest = hashlib.sha256(seen if isinstance(seen, bytes) else seen.encode()).hexdigest()
+        if digest not in self._bad_seen and len(self._bad_seen) < MAX_KNOWN:
+            self._bad_seen.add(digest)
+            self._log.warning(message, *args)
 
     async def _publish(self, facts: Sequence[SharedFact]) -> None:
         if not facts:
@@ -242,8 +280,9 @@ class RedisState:
         async with self.client.pipeline(transaction=False) as pipe:
             for shared in facts:
                 value = encode(shared.fact, shared.replica)
-                pipe.hset(self._key("facts", normalise_model_name(shared.fact.model)),
-                          field_key(shared.fact), value)
+                key = self._key("facts", normalise_model_name(shared.fact.model))
+                pipe.hset(key, field_key(shared.fact), value)
+                pipe.expire(key, FACTS_TTL)
                 pipe.publish(self._key("facts"), value)
             await asyncio.wait_for(pipe.execute(), OP_TIMEOUT)
 
@@ -264,6 +303,9 @@ class RedisState:
             shared = SharedFact(LearnedFact(fact.model, fields, fact.source, fact.at,
                                             fact.evidence, fact.upstream), shared.replica)
         self._known[_ident(fact)] = shared
+        self._known.move_to_end(_ident(fact))
+        while len(self._known) > MAX_KNOWN:
+            self._known.popitem(last=False)
         return shared
 
     def _key(self, *parts: str) -> str:
@@ -296,7 +338,10 @@ class _StateCollector(Collector):
             CounterMetricFamily("toolshim_redis_resyncs", "Times this replica (re)connected to "
                                 "Redis and resynchronised its facts.", value=self.state.resyncs),
             CounterMetricFamily("toolshim_redis_malformed_values", "Values read from Redis that "
-                                "were not valid facts (ignored).", value=self.state.malformed)]
+                                "were not valid facts (ignored).", value=self.state.malformed),
+            CounterMetricFamily("toolshim_redis_refused_facts", "Facts refused on the way in "
+                                "or out of Redis: they set configuration, or name a model "
+                                "longer than 256 characters.", value=self.state.refused)]
         return iter(out)
 
     def describe(self) -> Any:

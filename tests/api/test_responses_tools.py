@@ -17,8 +17,13 @@ from openai.types.responses import ResponseStreamEvent
 
 from proxy.api.responses_events import ResponseBuilder
 from proxy.api.responses_request import input_messages, split_tools, to_chat
-from proxy.api.responses_tools import (chat_arguments, chat_tool, custom_description,
-                                       item_fields, kinds)
+from proxy.api.responses_tools import (
+    chat_arguments,
+    chat_tool,
+    custom_description,
+    item_fields,
+    kinds,
+)
 from proxy.errors import ApiError
 
 # The shape Codex CLI 0.171 sends for its apply_patch (a Lark grammar, abridged here).

@@ -62,6 +62,13 @@ ENUMS: dict[str, set[str]] = {
         "glm45",
         "minimax_m2",
         "json_block",
+        # The 2026 families, second group.
+        "gigachat3",
+        "kimi_k3",
+        "minimax_m3",
+        "minicpm5",
+        "deepseek_v4",
+        "solar_open2",
     },
 }
 BOOL_KEYS = {"system_role", "parallel_tool_calls", "recover_text_calls"}
@@ -213,6 +220,18 @@ EXPECTED: dict[str, dict[str, object]] = {
     "NousResearch/Hermes-2-Pro-Mistral-7B": {"tool_format": "hermes"},
     "some-org/unknown-model-7b": {"tool_format": None, "tools": None},
     "google/gemma-2-9b-it": {"tool_format": "pythonic", "system_role": False},
+    # The 2026 families, second group.
+    "gigachat3:10b": {"tool_format": "gigachat3"},
+    "gigachat3.1:702b": {"tool_format": "gigachat3"},
+    "kimi-k3:cloud": {"tool_format": "kimi_k3"},
+    "minimax-m3:latest": {"tool_format": "minimax_m3"},
+    "minimax-m2.5:cloud": {"tool_format": "minimax_m2"},
+    "minicpm5:8b": {"tool_format": "minicpm5"},
+    "minicpm-v5:latest": {"tool_format": "minicpm5"},
+    "minicpm-v:8b": {"tool_format": None},
+    "deepseek-v4:671b": {"tool_format": "deepseek_v4"},
+    "solar-open2:100b": {"tool_format": "solar_open2"},
+    "solar-open-2:latest": {"tool_format": "solar_open2"},
     "ibm-granite/granite-4.0-h-small": {"tool_format": "granite"},
 }
 

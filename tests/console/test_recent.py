@@ -104,3 +104,36 @@ def test_corrections_are_counted_per_model() -> None:
     counters = state.counters["m:1"].as_json()
     assert counters["corrections_tried"] == 3 and counters["corrections_succeeded"] == 2
     assert state.recent()[0]["notes"][0]["kind"] == "correction"
+
+
+def test_responses_requests_count_for_their_model() -> None:
+    state = ConsoleState(10)
+    state.finished(RequestRecord("r1", "responses", model="m:1", status=200), [], Tap())
+    state.finished(RequestRecord("r2", "models", status=200), [], Tap())
+    state.finished(RequestRecord("r3", "responses.retrieve", model="m:1", status=200), [],
+                   Tap())
+    assert state.counters["m:1"].requests == 1 and len(state.counters) == 1
+
+
+def _prompted(text: str) -> Tap:
+    tap = Tap(True)
+    tap.sent({"messages": [{"role": "user", "content": text}]}, None)
+    return tap
+
+
+def test_the_ring_is_bounded_in_bytes_when_prompts_are_kept() -> None:
+    state = ConsoleState(100_000, keep_prompts=True)
+    big = "p" * 200_000  # under the per-prompt cap, so each entry keeps it whole
+    for n in range(400):  # 80 MB of prompts offered
+        state.finished(_record(n), [], _prompted(big))
+    kept = state.recent()
+    assert state.bytes <= 32 * 1024 * 1024 and 100 < len(kept) < 200
+    assert kept[0]["request_id"] == "id399" and kept[0]["prompt"]["messages"][0]["content"] == big
+
+
+def test_a_huge_prompt_is_kept_as_a_note_of_its_size() -> None:
+    state = ConsoleState(10, keep_prompts=True)
+    state.finished(_record(1), [], _prompted("h" * 3_000_000))
+    prompt = state.recent()[0]["prompt"]
+    assert "messages" not in prompt and "bytes" in prompt["omitted"]
+    assert state.bytes < 10_000

@@ -123,6 +123,8 @@ def test_console_end_to_end(page: Any, toolshim: str, fake: FakeOllama, caps_pat
     gemma = page.locator('tr[data-model="gemma3:4b"]')
     expect(gemma.locator(".badge.mode-off")).to_have_text("off")
     expect(gemma.locator(".badge.src-learned")).to_be_visible()
+    # What a screen reader reads off the row: words, not "offlearned".
+    assert gemma.locator("td").nth(1).evaluate("td => td.textContent") == "off learned"
     page.locator('tr[data-model="qwen3:8b"]').click()
     rename = page.locator(".fields .field", has_text="rename")
     expect(rename.locator(".badge.src-exact")).to_have_attribute("title", 'models: "qwen3:8b"')
@@ -147,6 +149,7 @@ def test_console_end_to_end(page: Any, toolshim: str, fake: FakeOllama, caps_pat
     page.click('#nav a[data-view="requests"]')
     row = page.locator("#requests-table tbody tr", has_text="qwen3:8b").first
     row.click()
+    expect(row.locator("td").nth(1)).to_have_text("chat")
     expect(page.locator("#request-detail")).to_contain_text("calls kept")
     _shot(page, tmp_path, "4-requests")
 

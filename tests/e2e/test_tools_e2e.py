@@ -151,3 +151,34 @@ def test_plain_answer_with_tools_offered_is_untouched(fake: FakeOllama,
         model="qwen3:8b", messages=MSG, tools=TOOLS, stream=True))
     assert content == "It is sunny {probably}."
     assert finish == "stop"
+
+
+# Families whose control tokens are markup (Kimi K3's channels, GigaChat's separator):
+# what the client sees of them is the reply's text only, streamed or not.
+KIMI_K3 = ("<|open|>response<|sep|>Let me check.<|close|>response<|sep|><|open|>tools<|sep|>"
+           '<|open|>call tool="get_weather" index="1"<|sep|><|open|>argument key="city" '
+           'type="string"<|sep|>Tokyo<|close|>argument<|sep|><|close|>call<|sep|>'
+           "<|close|>tools<|sep|><|close|>message<|sep|>")
+GIGACHAT3 = ('Let me check.<|message_sep|>\n\nfunction call<|role_sep|>\n'
+             '{"name": "get_weather", "arguments": {"city": "Tokyo"}}</s>')
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(("model", "text"), [("kimi-k3:cloud", KIMI_K3),
+                                             ("gigachat3:10b", GIGACHAT3)])
+def test_control_tokens_never_reach_the_client(fake: FakeOllama, client: openai.OpenAI,
+                                               model: str, text: str, stream: bool) -> None:
+    fake.add_model(model)
+    fake.reply(model, Reply(content=[text[i:i + 5] for i in range(0, len(text), 5)]))
+    if stream:
+        calls, finish, content = _streamed_calls(client.chat.completions.create(
+            model=model, messages=MSG, tools=TOOLS, stream=True))
+        found = [(c["name"], c["arguments"]) for c in calls.values()]
+    else:
+        done = client.chat.completions.create(model=model, messages=MSG, tools=TOOLS)
+        message, finish = done.choices[0].message, done.choices[0].finish_reason
+        found = [(c.function.name, c.function.arguments) for c in message.tool_calls or []]
+        content = message.content or ""
+    assert found == [("get_weather", '{"city":"Tokyo"}')]
+    assert finish == "tool_calls"
+    assert content.strip() == "Let me check."

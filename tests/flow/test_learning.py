@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.flow.learning import LearnedFact, fact_is_news, facts_from, merge_fact
-from proxy.types import Observation
+from proxy.flow.learning import (
+    LEARNED_FIELDS,
+    LearnedFact,
+    fact_is_news,
+    facts_from,
+    merge_fact,
+)
+from proxy.types import Observation, ObservationKind
 
 AT = "2026-11-22T10:00:00Z"
 MSG = "registry.ollama.ai/library/gemma3:4b does not support tools"
@@ -201,3 +207,29 @@ def test_malformed_correction_observations_are_ignored(detail: dict[str, Any]) -
 def test_reply_opening_inside_reasoning_is_learned() -> None:
     [fact] = facts_from([Observation("m", "reasoning_open", {})], AT, None)
     assert fact.fields == {"starts_in_reasoning": True} and fact.source == "observed"
+
+
+_KINDS = list(get_args(ObservationKind))
+_DETAIL_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-2, 5),
+                           st.floats(0.1, 70, allow_nan=False),
+                           st.sampled_from(["off", "emulate", "native", "hermes", "auto",
+                                            "required", "none", "function", "x"]))
+
+
+@given(st.lists(st.builds(
+    Observation, st.just("m"), st.sampled_from(_KINDS),
+    st.dictionaries(st.sampled_from(["rung", "value", "format", "tools", "tried", "succeeded",
+                                     "evidence", "server_tools", "system_prompt"]),
+                    _DETAIL_VALUES, max_size=4)), max_size=10))
+def test_every_fact_sets_only_learned_fields(obs: list[Observation]) -> None:
+    for fact in facts_from(obs, AT, None):
+        assert set(fact.fields) <= LEARNED_FIELDS
+
+
+def test_learned_fields_are_what_the_learners_write_and_nothing_a_person_owns() -> None:
+    assert LEARNED_FIELDS == {
+        "tools", "tool_support", "drop_tool_choice", "tool_format", "stream_tools", "required_tool_choice",
+        "null_content", "chars_per_token", "correction", "starts_in_reasoning", "validation"}
+    person_owned = {"server_tools", "system_prompt", "rename", "allow_tools", "deny_tools",
+                    "ollama_options", "max_tools", "schema", "aliases"}
+    assert not LEARNED_FIELDS & person_owned

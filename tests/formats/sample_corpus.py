@@ -87,3 +87,21 @@ def assert_round_trip(fmt: TextFormat, calls: list[ParsedCall]) -> None:
     result: ParseResult = fmt.parse(fmt.render_calls(calls), SCHEMAS)
     assert list(result.calls) == calls
     assert result.text is None
+
+
+CHUNK_SIZES = (1, 2, 3, 5, 7, 11, 23)
+"""Small and odd delta sizes: markers and values split at every kind of place."""
+
+
+def stream_in(
+    text: str, tools: dict[str, Any], size: int, preferred: str | None = None
+) -> tuple[tuple[ParsedCall, ...], str]:
+    """The calls and the content StreamRecovery gives for text fed in deltas of size."""
+    from proxy.formats.stream import StreamRecovery
+
+    parser = StreamRecovery(tools, preferred, keep_reasoning=True)
+    out = [item for start in range(0, len(text), size) for item in
+           parser.feed(text[start : start + size])]
+    out += parser.flush()
+    calls = tuple(item for item in out if isinstance(item, ParsedCall))
+    return calls, "".join(item for item in out if isinstance(item, str))

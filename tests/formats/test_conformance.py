@@ -31,10 +31,12 @@ from proxy.formats.base import ParsedCall
 from proxy.formats.stream import StreamRecovery
 
 # The shared sample plus our own cases (faults found in real outputs).
+# Every corpus file: textcalls-2026b.jsonl holds cases taken from the parser tests of
+# vLLM and SGLang for the 2026 families (each case's notes name the test).
 ALL_CASES: list[dict[str, Any]] = [
     json.loads(line)
-    for corpus in ("textcalls-sample.jsonl", "textcalls-extra.jsonl")
-    for line in (SHARED / corpus).read_text().splitlines()
+    for corpus in sorted(SHARED.glob("textcalls-*.jsonl"))
+    for line in corpus.read_text().splitlines()
     if line
 ]
 # The corpus labels a few cases by family; the registry by module.
@@ -44,7 +46,9 @@ NEGATIVES = [c for c in CASES if not c["expect_calls"]]
 OWN_FORMAT_CASES = [c for c in CASES if c["format"] in FORMATS and "<think>" not in c["content"]]
 # Values are raw text in the markup, typed by the schema: a value cannot hold
 # its own closing markup and edge whitespace belongs to the markup.
-RAW_TEXT_VALUES = {"deepseek_v32", "glm45", "minimax_m2", "qwen3_coder_xml"}
+RAW_TEXT_VALUES = {"deepseek_v32", "glm45", "minimax_m2", "qwen3_coder_xml",
+                   # The 2026 families, second group.
+                   "deepseek_v4", "kimi_k3", "minicpm5", "minimax_m3", "solar_open2"}
 
 
 def _calls(calls: Any) -> list[dict[str, Any]]:
@@ -243,3 +247,18 @@ def test_a_format_that_raises_costs_only_the_recovery() -> None:
 
     result, name = recover_with("<x>", SCHEMAS, [Broken()])  # type: ignore[list-item]
     assert result.text == "<x>" and name is None
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_streamed_equals_whole_for_any_rendered_calls(name: str, data: st.DataObject) -> None:
+    """Every format: calls as it renders them, with prose before and after, streamed
+    at any splits give what the whole answer gives."""
+    calls = data.draw(simple_calls(None if name in RAW_TEXT_VALUES else ANY_TEXT))
+    text = "Sure, let me look.\n" + get_format(name).render_calls(calls) + "\nDone."
+    whole, _ = recover(text, SCHEMAS, keep_reasoning=True)
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=8))
+    streamed_calls, streamed = _stream(text, SCHEMAS, cuts)
+    assert streamed_calls == list(whole.calls)
+    assert squash(streamed) == squash(whole.text)

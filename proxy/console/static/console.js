@@ -20,6 +20,12 @@ function h(tag, attrs, ...children) {
   }
   return el;
 }
+// Words a screen reader (and textContent) would otherwise run together ("emulateexact"):
+// a space between every two pieces that sit side by side in one cell.
+function spaced(...children) {
+  const kept = children.flat().filter((c) => c !== null && c !== undefined && c !== false && c !== "");
+  return kept.flatMap((c, i) => (i ? [" ", c] : [c]));
+}
 const badge = (text, cls) => h("span", { class: "badge " + (cls || "") }, text);
 const pretty = (value) => typeof value === "string" ? value : JSON.stringify(value, null, 2);
 const ms = (v) => (v === null || v === undefined) ? "–" : `${Number(v).toFixed(v < 10 ? 2 : 1)} ms`;
@@ -134,8 +140,8 @@ function validationBadge(v, min) {
   const title = v.failed.length ? "failed: " + v.failed.join(", ") : "all checks passed";
   const el = badge(`${v.passed}/${v.total}`, cls);
   el.title = `${title} · ${v.at}` + (v.rung ? ` · rung ${v.rung}` : "");
-  return h("span", {}, el, v.failed.length ? h("span", { class: "muted small-text" },
-    " " + v.failed.join(", ")) : null);
+  return h("span", {}, spaced(el, v.failed.length ? h("span", { class: "muted small-text" },
+    v.failed.join(", ")) : null));
 }
 
 function counterCells(c) {
@@ -143,13 +149,13 @@ function counterCells(c) {
     h("td", { class: "num muted" }, "–"), h("td", { class: "num muted" }, "–")];
   return [
     h("td", { class: "num" }, c.requests + (c.errors ? ` (${c.errors} err)` : "")),
-    h("td", { class: "counts" },
+    h("td", { class: "counts" }, spaced(
       h("span", { class: "c-pass", title: "passed untouched" }, `✓ ${c.calls_passed}`),
       h("span", { class: "c-rep", title: "repaired" }, `⟳ ${c.calls_repaired}`),
       h("span", { class: "c-drop", title: "dropped" }, `✗ ${c.calls_dropped}`),
       h("span", { class: "c-rec", title: "recovered from text" }, `↺ ${c.calls_recovered}`),
       c.corrections_tried ? h("span", { class: "c-rep", title: "corrections that worked / asked" },
-        `✎ ${c.corrections_succeeded}/${c.corrections_tried}`) : null),
+        `✎ ${c.corrections_succeeded}/${c.corrections_tried}`) : null)),
     h("td", { class: "num" }, `${c.refusals} / ${c.retries}`),
     h("td", { class: "num" }, ms(c.p50_overhead_ms)),
   ];
@@ -158,19 +164,19 @@ function counterCells(c) {
 function modelRows(model) {
   const open = state.selected === model.name;
   const toolsSource = model.sources.tools;
-  const actions = h("td", { class: "actions" },
+  const actions = h("td", { class: "actions" }, spaced(
     h("button", { class: "small", onclick: (e) => { e.stopPropagation(); validate(model.name, e.target); } },
       "Validate"),
     model.promotable ? h("button", { class: "small", title: "move into models: (your section)",
       onclick: (e) => { e.stopPropagation(); editLearned(model.name, "promote"); } }, "Promote") : null,
     model.learned ? h("button", { class: "small danger", title: "remove from learned:",
-      onclick: (e) => { e.stopPropagation(); editLearned(model.name, "forget"); } }, "Forget") : null);
+      onclick: (e) => { e.stopPropagation(); editLearned(model.name, "forget"); } }, "Forget") : null));
   const row = h("tr", { class: "model-row" + (open ? " selected" : ""), "data-model": model.name,
     onclick: () => { state.selected = open ? null : model.name; loadModels(); } },
-    h("td", { class: "name" }, model.name, h("span", { class: "sub" },
-      model.known_from.join(" · ") + " · " + model.upstream)),
-    h("td", {}, badge(model.tools, "mode-" + model.tools), sourceBadge(toolsSource)),
-    h("td", {}, model.tool_format ? h("span", {}, model.tool_format, " ",
+    h("td", { class: "name" }, spaced(model.name, h("span", { class: "sub" },
+      [...model.known_from, model.upstream].filter(Boolean).join(" · ")))),
+    h("td", {}, spaced(badge(model.tools, "mode-" + model.tools), sourceBadge(toolsSource))),
+    h("td", {}, model.tool_format ? spaced(model.tool_format,
       sourceBadge(model.sources.tool_format)) : h("span", { class: "muted" }, "–")),
     h("td", { class: "validation" }, validationBadge(model.validation, state.models?.min_validation)),
     ...counterCells(model.counters),
@@ -197,8 +203,8 @@ function human(key, value) {
 function modelFields(model) {
   const fields = Object.entries(model.profile).map(([key, value]) =>
     h("div", { class: "field" + (model.sources[key].kind === "built-in" ? " default" : "") },
-      h("span", { class: "k" }, key), h("span", { class: "v" }, human(key, value)),
-      sourceBadge(model.sources[key])));
+      spaced(h("span", { class: "k" }, key), h("span", { class: "v" }, human(key, value)),
+        sourceBadge(model.sources[key]))));
   const parts = [h("div", { class: "fields" }, fields)];
   if (model.learned) {
     parts.push(h("h2", { class: "gap" }, "Learned entry"),
@@ -265,11 +271,20 @@ function changeBadges(r) {
   return out.length ? out : [h("span", { class: "muted" }, "–")];
 }
 
+// What a request was for: the dialect's name, else the /v1/ path it was passed through.
+const ENDPOINTS = { "chat.completions": "chat", "responses": "responses",
+  "responses.retrieve": "responses (get)", "responses.delete": "responses (delete)" };
+function endpointLabel(endpoint) {
+  return ENDPOINTS[endpoint] || (endpoint ? "/v1/" + endpoint : "–");
+}
+
 function requestRow(r) {
   return h("tr", { class: r.request_id === state.selectedRequest ? "selected" : "",
     onclick: () => { state.selectedRequest = r.request_id; loadRequests(); } },
     h("td", { class: "muted" }, new Date(r.at * 1000).toLocaleTimeString()),
-    h("td", { class: "name" }, r.model || r.endpoint, r.stream ? h("span", { class: "sub" }, "stream") : null),
+    h("td", {}, endpointLabel(r.endpoint)),
+    h("td", { class: "name" }, r.model ? spaced(r.model, r.stream ? h("span", { class: "sub" }, "stream") : null)
+      : h("span", { class: "muted" }, "–")),
     h("td", {}, statusBadge(r.status)),
     h("td", {}, r.rung ? badge(r.rung, "mode-" + r.rung.split("-")[0]) : h("span", { class: "muted" }, "–")),
     h("td", { class: "num" }, r.retries || "–"),
