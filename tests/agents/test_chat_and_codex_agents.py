@@ -85,6 +85,9 @@ def _run(bin_dir: Path, base: str, binary: str, prompt: str, tmp: Path
     keep = {k: os.environ[k] for k in ("PATH", "LANG", "TERM") if k in os.environ}
     command = setup.command(prompt)
     command[0] = str(bin_dir / binary)
+    # One cache for every run: opencode installs its provider package from npm into it
+    # once, not into each fresh HOME.
+    keep["XDG_CACHE_HOME"] = str(AGENTS_DIR / "cache")
     started = time.monotonic()
     run = subprocess.run(command, cwd=workspace, env={**keep, "HOME": str(home), **setup.env},
                          capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
