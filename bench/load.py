@@ -53,7 +53,7 @@ class LoadSpec:
     timeout: float = 30.0
     drain: float = 3.0
     ramp: float = 0.0  # workers start spread over this many seconds
-    api: str = "chat"  # or "responses": the same conversation sent to /v1/responses
+    api: str = "chat"  # or "responses" / "messages" / "gemini": the same conversation there
 
 
 class WindowProbe(Protocol):
@@ -65,6 +65,12 @@ class WindowProbe(Protocol):
 
 
 _COMPLETED = b"event: response.completed\n"
+_MESSAGE_STOP = b"event: message_stop\n"
+_GEMINI = "/v1beta/"
+_FINISHED = b'"finishReason":'
+"""a Gemini stream's last chunk carries it (there is no [DONE])."""
+_PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses",
+          "messages": "/v1/messages", "gemini": "/v1beta/models/{model}:{method}"}
 
 
 def request_body(spec: LoadSpec) -> bytes:
@@ -72,6 +78,16 @@ def request_body(spec: LoadSpec) -> bytes:
         return orjson.dumps({"model": spec.model, "stream": spec.stream,
                              "instructions": "You are a helpful assistant.",
                              "input": "Say hello in one short sentence."})
+    if spec.api == "gemini":
+        return orjson.dumps({"systemInstruction": {"parts": [{"text": "You are a helpful "
+                                                                       "assistant."}]},
+                             "contents": [{"role": "user", "parts": [
+                                 {"text": "Say hello in one short sentence."}]}]})
+    if spec.api == "messages":
+        return orjson.dumps({"model": spec.model, "stream": spec.stream, "max_tokens": 1024,
+                             "system": "You are a helpful assistant.",
+                             "messages": [{"role": "user",
+                                           "content": "Say hello in one short sentence."}]})
     body: dict[str, object] = {
         "model": spec.model, "stream": spec.stream,
         "messages": [{"role": "system", "content": "You are a helpful assistant."},
@@ -146,19 +162,21 @@ async def _one(session: aiohttp.ClientSession, url: str, body: bytes, t0: float)
     ttfb = math.nan
     tail = b""
     completed = False  # a Responses stream ends with response.completed, not [DONE]
+    marker = _MESSAGE_STOP if url.endswith("/v1/messages") else \
+        _FINISHED if _GEMINI in url else _COMPLETED
     async with session.post(url, data=body,
                             headers={"content-type": "application/json"}) as resp:
         async for data in resp.content.iter_any():
             if math.isnan(ttfb):
                 ttfb = time.perf_counter() - t0
-            completed = completed or _COMPLETED in tail + data[:len(_COMPLETED)] \
-                or _COMPLETED in data
-            tail = (tail + data)[-len(_COMPLETED):]
+            completed = completed or marker in tail + data[:len(marker)] or marker in data
+            tail = (tail + data)[-len(marker):]
         status, ctype = resp.status, resp.headers.get("content-type", "")
     if status != 200:
         raise ValueError(f"HTTP {status}")
     if ctype.startswith("text/event-stream") and not tail.endswith(_DONE) and not completed:
-        raise ValueError(f"stream did not end with [DONE] or response.completed: {tail!r}")
+        raise ValueError(f"stream did not end with [DONE], response.completed or "
+                         f"message_stop: {tail!r}")
     return ttfb
 
 
@@ -183,8 +201,9 @@ async def _worker(session: aiohttp.ClientSession, url: str, body: bytes,
 async def run_load(base_url: str, spec: LoadSpec,
                    probe: WindowProbe | None = None) -> LoadResult:
     """One warmup + measured window against `base_url` (e.g. http://127.0.0.1:8080)."""
-    path = "/v1/responses" if spec.api == "responses" else "/v1/chat/completions"
-    url = base_url.rstrip("/") + path
+    url = base_url.rstrip("/") + _PATHS[spec.api].format(
+        model=spec.model, method="streamGenerateContent?alt=sse" if spec.stream
+        else "generateContent")
     body = request_body(spec)
     win = _Window(LoadResult(), spec.max_requests)
     connector = aiohttp.TCPConnector(limit=spec.concurrency + 16, force_close=False)
@@ -249,8 +268,9 @@ def main() -> None:
     parser.add_argument("-c", "--concurrency", type=int, default=1)
     parser.add_argument("-d", "--duration", type=float, default=3.0)
     parser.add_argument("-n", "--max-requests", type=int, default=1_000_000)
-    parser.add_argument("--api", choices=("chat", "responses"), default="chat",
-                        help="POST /v1/chat/completions (default) or /v1/responses")
+    parser.add_argument("--api", choices=tuple(_PATHS), default="chat",
+                        help="POST /v1/chat/completions (default), /v1/responses, "
+                             "/v1/messages or /v1beta/models/M:streamGenerateContent")
     args = parser.parse_args()
     spec = LoadSpec(args.model, args.stream, args.concurrency, args.tools,
                     args.duration, max_requests=args.max_requests, api=args.api)

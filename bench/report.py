@@ -24,6 +24,8 @@ from wrk import WrkResult
 # Workload names the target checks look up (run.py's WORKLOADS uses them).
 W1_C1, W1_C32, W3 = "W1 small c=1", "W1 small c=32", "W3 200 slow streams"
 W2, W2N, W2R = "W2 64 chunks c=32", "W2n native c=32", "W2r responses c=32"
+W2M = "W2m messages c=32"
+W2G = "W2g gemini c=32"
 W2T, W5 = "W2t +3 tools c=32", "W5 1000 slow streams"
 
 
@@ -148,6 +150,7 @@ def _stream_checks(rows: list[Row], target: str) -> list[Check]:
     out: list[Check] = []
     w2, w2t = _find(rows, W2, target), _find(rows, W2T, target)
     w2n, w2r = _find(rows, W2N, target), _find(rows, W2R, target)
+    w2m, w2g = _find(rows, W2M, target), _find(rows, W2G, target)
     if w2:
         out.append(("W2 cpu <= 0.6 ms", w2.cpu, w2.cpu <= 0.6))
     if w2t:
@@ -157,6 +160,10 @@ def _stream_checks(rows: list[Row], target: str) -> list[Check]:
         out.append(("W2n cpu <= 1.3x W2", w2n.cpu / w2.cpu, w2n.cpu <= 1.3 * w2.cpu))
     if w2 and w2r and w2.cpu > 0:
         out.append(("W2r cpu <= 1.5x W2", w2r.cpu / w2.cpu, w2r.cpu <= 1.5 * w2.cpu))
+    if w2 and w2m and w2.cpu > 0:
+        out.append(("W2m cpu <= 1.3x W2", w2m.cpu / w2.cpu, w2m.cpu <= 1.3 * w2.cpu))
+    if w2 and w2g and w2.cpu > 0:
+        out.append(("W2g cpu <= 1.3x W2", w2g.cpu / w2.cpu, w2g.cpu <= 1.3 * w2.cpu))
     return out
 
 

@@ -28,7 +28,21 @@ import wrk
 from _nginx import write_nginx_conf
 from load import LoadResult, LoadSpec, loop_factory, run_load
 from procs import Child, ServerProbe, free_port, pin_self
-from report import W1_C1, W1_C32, W2, W2N, W2R, W2T, W3, W5, Sample, Target, render
+from report import (
+    W1_C1,
+    W1_C32,
+    W2,
+    W2G,
+    W2M,
+    W2N,
+    W2R,
+    W2T,
+    W3,
+    W5,
+    Sample,
+    Target,
+    render,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROXY_CORE, LOAD_CORE = 0, 1
@@ -47,6 +61,10 @@ WORKLOADS: tuple[tuple[str, LoadSpec], ...] = (
     (W2N, LoadSpec("bench-native-64", True, 32)),
     # The W2 stream asked for through /v1/responses (only toolshim speaks it here).
     (W2R, LoadSpec("bench-chunks-64", True, 32, api="responses")),
+    # ... and through /v1/messages (Anthropic's Messages API: only toolshim speaks it here).
+    (W2M, LoadSpec("bench-chunks-64", True, 32, api="messages")),
+    # ... and through the Gemini API's streamGenerateContent (alt=sse), as Gemini CLI asks.
+    (W2G, LoadSpec("bench-chunks-64", True, 32, api="gemini")),
     (W3, LoadSpec("bench-slow-64", True, 200, tools=True, ramp=0.7)),
     # A thousand open streams on one worker: errors, RSS and CPU per stream next to W3.
     (W5, LoadSpec("bench-slow-64", True, 1000, tools=True, ramp=0.7, timeout=60.0,
@@ -179,8 +197,8 @@ async def _run_all(targets: list[Target], args: argparse.Namespace,
     for name, spec, use_wrk in _workloads(args):
         for rnd in range(args.rounds):
             for target in targets:
-                if spec.api == "responses" and target.name != "proxy":
-                    continue  # the fake and the forwarders have no /v1/responses
+                if spec.api != "chat" and target.name != "proxy":
+                    continue  # the fake and the forwarders speak chat only
                 probe = ServerProbe(target.pid)
                 result: LoadResult | wrk.WrkResult
                 if use_wrk:

@@ -20,7 +20,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from proxy.api.admin import admin_capabilities
-from proxy.api.passthrough import forward, list_models
+from proxy.api.gemini.models import any_models, one_model
+from proxy.api.gemini.route import model_method
+from proxy.api.messages.route import count_tokens, create_message
+from proxy.api.passthrough import forward
 from proxy.api.responses_route import create_response, delete_response, get_response
 from proxy.api.responses_store import ResponsesStore
 from proxy.backends.egress import egress_plan
@@ -34,7 +37,7 @@ from proxy.middleware import Drain, Edge, bearer_allowed
 from proxy.observability.logs import quiet_intended_cuts
 from proxy.observability.metrics import CONTENT_TYPE
 from proxy.observability.redact import Redactor
-from proxy.observability.startup import freeze_startup_heap, log_upstream_kind, startup_line
+from proxy.observability.startup import announce_upstreams, freeze_startup_heap, startup_line
 from proxy.observability.telemetry import Telemetry
 from proxy.server_tools.host import ToolHost
 from proxy.services import Services
@@ -112,9 +115,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
         startup_line(settings, svc.store.capabilities(), log)
         svc.server_tools = ToolHost()  # MCP servers start here, follow reloads per request
         svc.server_tools.sync(svc.store.capabilities().server_tools)
-        for upstream in svc.upstreams.values():
-            if settings.kind_for(upstream.root) is None:  # a set kind is not asked about
-                svc.spawn(log_upstream_kind(upstream, log))
+        svc.spawn(announce_upstreams(svc.ollama, list(svc.upstreams.values()), settings, log))
         if serving:
             freeze_startup_heap()
         try:
@@ -131,12 +132,21 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
 
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/v1/models", list_models, methods=["GET"]),
+        # GET /v1/models answers OpenAI clients and, by their marks, Gemini API clients.
+        Route("/v1/models", any_models, methods=["GET"]),
+        Route("/v1/models/{rest:path}", model_method, methods=["POST"]),
+        Route("/v1/models/{rest:path}", one_model, methods=["GET"]),
+        Route("/v1beta/models", any_models, methods=["GET"]),
+        Route("/v1beta/models/{rest:path}", model_method, methods=["POST"]),
+        Route("/v1beta/models/{rest:path}", one_model, methods=["GET"]),
         Route("/v1/responses", create_response, methods=["POST"]),
+        Route("/v1/messages", create_message, methods=["POST"]),
+        Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
         Route("/v1/responses/{response_id}", get_response, methods=["GET"]),
         Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]),
         Route("/v1/{path:path}", forward,
               methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
+        Route("/", root, methods=["GET"]),  # HEAD too: Claude Code's connectivity probe
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
@@ -144,13 +154,16 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
         *console_routes(),
     ]
     # One edge layer (request id, drain, keys, body deadline): see proxy/middleware.py.
-    # It sits outside Starlette's own layers; the two hot POST routes are dispatched
+    # It sits outside Starlette's own layers; the hot POST routes are dispatched
     # there directly, past the router.
     edge = partial(Edge, drain=drain, keys=settings.api_keys,
                    protect_metrics=settings.protect_metrics, telemetry=telemetry,
                    body_timeout=settings.client_timeout,
+                   admin_keys=settings.admin_keys, allowed_hosts=settings.allowed_hosts,
                    hot={"/v1/chat/completions": chat_completions,
-                        "/v1/responses": create_response})
+                        "/v1/responses": create_response,
+                        "/v1/messages": create_message},
+                   hot_prefixes={"/v1beta/models/": model_method, "/v1/models/": model_method})
     app = _EdgedStarlette(edge, routes=routes, lifespan=lifespan,
                           exception_handlers={HTTPException: _http_error, ApiError: _api_error,
                                               Exception: _unexpected})
@@ -170,6 +183,11 @@ class _EdgedStarlette(Starlette):
 
     def build_middleware_stack(self) -> ASGIApp:
         return self.edge(super().build_middleware_stack())
+
+
+async def root(request: Request) -> Response:
+    """What a client probing the base URL finds (Claude Code sends `HEAD /` at start)."""
+    return JSONResponse({"name": "toolshim", "status": "ok"})
 
 
 async def healthz(request: Request) -> Response:
@@ -198,7 +216,7 @@ async def readyz(request: Request) -> Response:
         body["redis"] = svc.state.status()
     status = 200 if fresh else 503
     body["status"] = "ready" if fresh else "no upstream answered"
-    keys = [k.encode() for k in svc.settings.api_keys]
+    keys = [k.encode() for k in (*svc.settings.api_keys, *svc.settings.admin_keys)]
     if keys and not bearer_allowed(request.headers.get("authorization", ""), keys):
         # Anyone may ask whether it is ready; paths, URLs and parse errors need a key.
         body = {"status": body["status"],

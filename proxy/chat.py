@@ -90,6 +90,7 @@ async def _answer(ex: Exchange, chat: ChatRequest) -> Response:
 async def run_chat(ex: Exchange, chat: ChatRequest) -> ChatRun:
     """The answer to one chat request, as chunks; the caller must `aclose()` it."""
     svc = ex.svc
+    chat = aliased(ex, chat)
     upstream = await svc.route(chat["model"])
     ex.record.model, ex.record.upstream = chat["model"], upstream.root
     ex.record.stream = bool(chat.get("stream"))
@@ -106,6 +107,16 @@ async def run_chat(ex: Exchange, chat: ChatRequest) -> ChatRun:
     if profile.invalid_tool_calls == "correct" and chat.get("tools"):  # flow/correct.py
         turn = CorrectingTurn(ex, chat, profile, turn, lambda c: open_turn(ex, c, profile, upstream))
     return ChatRun(ex, turn)
+
+
+def aliased(ex: Exchange, chat: ChatRequest) -> ChatRequest:
+    """The request for the model that serves it (an alias's target, capabilities/aliases.py);
+    every door comes through here before routing and profile resolution."""
+    served = ex.svc.served(chat["model"])
+    if served == chat["model"]:
+        return chat
+    ex.record.alias = chat["model"]
+    return {**chat, "model": served}
 
 
 async def open_turn(ex: Exchange, chat: ChatRequest, profile: Profile,

@@ -11,14 +11,40 @@ import signal
 import socket
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from proxy.settings import Settings
 
+from proxy import __version__
 from proxy.settings import SettingsError, add_arguments, load_settings, secrets
 
 _COMMANDS = ("serve", "check", "probe", "validate", "init")
+_COMMAND_HELP = """commands:
+  toolshim [serve] [FLAGS]          run the proxy (the default; the flags above)
+  toolshim check [FILE]             validate a capabilities file
+  toolshim probe MODEL... | --all   ask the backends what models can do, and record it
+  toolshim validate MODEL... | --all
+                                    run the tool-calling battery and record the result
+  toolshim init [PATH]              write the shipped capabilities file
+Each command has its own --help (toolshim probe --help)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every toolshim parser: no abbreviated flags (`--prot 9000` must not become
+    --protect-metrics), and a usage error is one line and a hint, not the whole usage."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_abbrev=False, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\nTry '{self.prog} --help'.\n")
+
+    def settings(self, args: argparse.Namespace | None) -> Settings:
+        try:
+            return load_settings(args)
+        except SettingsError as exc:
+            self.error(str(exc))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -36,17 +62,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="toolshim", description="OpenAI-compatible proxy that makes tool calling work "
-        "whatever model is loaded. Subcommands: serve (default), check, probe.")
+        "whatever model is loaded.", epilog=_COMMAND_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"toolshim {__version__}")
     add_arguments(parser)
-    args = parser.parse_args(argv)
+    settings = parser.settings(parser.parse_args(argv))
     from proxy.backends.egress import EgressError, egress_plan
 
     try:
-        settings = load_settings(args)
         egress_plan(settings, os.environ, None)  # a CA file or proxy that cannot work
-    except (SettingsError, EgressError) as exc:
+    except EgressError as exc:
         parser.error(str(exc))
     from proxy.observability.logs import setup_logging
 
@@ -86,7 +113,27 @@ def _run(settings: Settings) -> None:
     # default handler a drained SIGTERM would still end with status 143.
     # Orchestrators read a drained stop as success, so the re-raise is a no-op.
     signal.signal(signal.SIGTERM, lambda signum, frame: None)
-    DrainingServer(config).run()
+    sock = _listen(settings.host, settings.port)  # before the app starts and says "listening"
+    DrainingServer(config).run(sockets=[sock])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The bound socket uvicorn serves on; a bind failure is one error line and exit 1."""
+    import logging
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        logging.getLogger("toolshim").error(
+            "cannot listen on %s:%d: %s", host, port, exc.strerror or exc,
+            extra={"record": {"listen": f"{host}:{port}", "errno": exc.errno}})
+        raise SystemExit(1) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def _run_workers(settings: Settings) -> None:
@@ -109,20 +156,19 @@ def _run_workers(settings: Settings) -> None:
 
 
 def _check(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="toolshim check",
-                                     description="validate a capabilities file")
+    parser = _Parser(prog="toolshim check", description="validate a capabilities file")
     parser.add_argument("file", nargs="?", help="default: TOOLSHIM_CAPABILITIES or "
                         "./capabilities.yaml")
     args = parser.parse_args(argv)
     from proxy.capabilities.check import run_check
 
-    path = args.file or load_settings(None).capabilities
+    path = args.file or parser.settings(None).capabilities
     return run_check(path, sys.stdout)
 
 
 def _probe(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="toolshim probe",
-                                     description="ask backends what models can do, and record it")
+    parser = _Parser(prog="toolshim probe",
+                     description="ask backends what models can do, and record it")
     parser.add_argument("models", nargs="*", metavar="MODEL")
     parser.add_argument("--all", action="store_true", help="every model the upstreams list")
     parser.add_argument("--upstream", dest="upstreams", action="append", metavar="URL")
@@ -132,10 +178,7 @@ def _probe(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if not args.models and not args.all:
         parser.error("name a MODEL or use --all")
-    try:
-        settings = load_settings(args)
-    except SettingsError as exc:
-        parser.error(str(exc))
+    settings = parser.settings(args)
     from proxy.backends.egress import tls_context
     from proxy.backends.probe import run_probe_cli
 
@@ -147,7 +190,7 @@ def _probe(argv: list[str]) -> int:
 
 
 def _validate(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="toolshim validate",
         description="run the tool-calling battery through the proxy and record the result")
     add_arguments(parser)
@@ -157,13 +200,12 @@ def _validate(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if not args.models and not args.every:
         parser.error("name a MODEL or use --all")
-    try:
-        settings = load_settings(args)
-    except SettingsError as exc:
-        parser.error(str(exc))
+    settings = parser.settings(args)
     return asyncio.run(run_validate_cli(settings, args.models, args.every, sys.stdout))
+
+
 def _init(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="toolshim init", description="write the shipped capabilities file to PATH",
         epilog="exit status: 0 written, 1 PATH exists (nothing written; use --force), "
         "2 bad usage, 3 PATH cannot be written")
@@ -173,4 +215,4 @@ def _init(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     from proxy.capabilities.shipped import run_init
 
-    return run_init(args.path or load_settings(None).capabilities, args.force, sys.stdout)
+    return run_init(args.path or parser.settings(None).capabilities, args.force, sys.stdout)

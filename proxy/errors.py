@@ -117,13 +117,15 @@ def upstream_error_body(status: int, raw: bytes) -> dict[str, Any]:
 
     Backends disagree (docs/backends.md): Ollama native `{"error": "msg"}`, Ollama /v1
     and vLLM nested (vLLM's `code` is an int), pre-0.10 vLLM flat, llama.cpp with
-    an int code and no param. Clients only understand the OpenAI shape.
+    an int code and no param, Google's `[{"error": {"code", "message", "status"}}]`. Clients only understand the OpenAI shape.
     """
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
         text = raw.decode("utf-8", "replace").strip()[:2000]
         return error_body(text or f"upstream returned HTTP {status}", status)
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]  # Google's OpenAI-compatible endpoint wraps its envelope in a list
     err = data.get("error") if isinstance(data, dict) else None
     if isinstance(err, str):
         return error_body(err, status)

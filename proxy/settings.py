@@ -109,6 +109,22 @@ class Settings(BaseModel):
             raise ValueError(f"no such file: {value}")
         return value or None
 
+    # Who may act (docs/security.md): admin keys, and the Host names a loopback listener answers.
+    admin_keys: tuple[str, ...] = Field(default=(), repr=False)
+    """keys for /admin/* and the console's API; when set, client keys get 403 there."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names (any port) accepted on a loopback address besides localhost, 127.0.0.1
+    and [::1]; `*` accepts any."""
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        names = (host_name(part) for v in value for part in v.split(",") if part.strip())
+        return tuple(dict.fromkeys(names))
+
+    aliases: tuple[tuple[str, str], ...] = ()
+    """(model name or glob, served model); over capabilities.yaml's `aliases:`."""
+
     @field_validator("upstreams")
     @classmethod
     def _roots(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -140,12 +156,33 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
+def host_name(entry: str) -> str:
+    """An --allowed-hosts entry, lower-cased; a name or address without scheme or port."""
+    name = entry.strip().lower().rstrip(".")
+    bare = name.removeprefix("[").removesuffix("]")
+    if name != "*" and (not name or "/" in name or "@" in name
+                        or (":" in name and not (name.startswith("[") and name.endswith("]")))
+                        or not all(c.isalnum() or c in "-._:" for c in bare)):
+        raise ValueError(f"a host name without scheme or port (IPv6 in brackets), got {entry!r}")
+    return name
+
+
 def upstream_root(url: str) -> str:
     """`http://host:11434/v1/` -> `http://host:11434`: Ollama's root and /v1 both work."""
     url = url.strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"upstream URL must start with http:// or https://: {url!r}")
     return url.removesuffix("/v1")
+
+
+def api_url(root: str, path: str) -> str:
+    """`root` + an OpenAI API path (`/v1/chat/completions`). A base that ends in `/openai`
+    is an OpenAI-compatible API mounted under its own version (Google's
+    `https://generativelanguage.googleapis.com/v1beta/openai`, whose chat endpoint is
+    `…/openai/chat/completions`): its paths come without `/v1`."""
+    if root.endswith("/openai") and path.startswith("/v1/"):
+        return root + path[3:]
+    return root + path
 
 
 # flag dest -> environment variable; the names are a public contract.
@@ -187,9 +224,12 @@ ENV_NAMES: Mapping[str, str] = {
     "responses_ttl": "TOOLSHIM_RESPONSES_TTL",
     "ca_bundle": "TOOLSHIM_CA_BUNDLE",
     "upstream_transports": "TOOLSHIM_UPSTREAM_TRANSPORT",
+    "admin_keys": "TOOLSHIM_ADMIN_KEYS",
+    "allowed_hosts": "TOOLSHIM_ALLOWED_HOSTS",
+    "aliases": "TOOLSHIM_ALIASES",
 }
-_LISTS = {"upstreams", "api_keys"}
-_PAIRS = {"routes", "upstream_key_envs", "upstream_kinds", "upstream_transports"}
+_LISTS = {"upstreams", "api_keys", "admin_keys", "allowed_hosts"}
+_PAIRS = {"routes", "upstream_key_envs", "upstream_kinds", "upstream_transports", "aliases"}
 _BOOLS = {"protect_metrics", "probe", "log_prompts", "shared_limits"}
 
 
@@ -203,6 +243,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              f"default {DEFAULT_UPSTREAM})")
     add("--route", dest="routes", action="append", metavar="PATTERN=URL",
         help="send models matching PATTERN (glob) to URL; repeatable (TOOLSHIM_ROUTES)")
+    add("--alias", dest="aliases", action="append", metavar="PATTERN=MODEL",
+        help="serve requests for models matching PATTERN (glob, any case) with MODEL; "
+             "repeatable (TOOLSHIM_ALIASES, comma-separated)")
     add("--upstream-key-env", dest="upstream_key_envs", action="append", metavar="URL=ENVVAR",
         help="send the API key from ENVVAR to that upstream (TOOLSHIM_UPSTREAM_KEY_ENVS)")
     add("--capabilities", metavar="PATH",
@@ -273,9 +316,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "the default roots (TOOLSHIM_CA_BUNDLE; else SSL_CERT_FILE is honoured)")
     add("--upstream-transport", dest="upstream_transports", action="append",
         metavar="URL=TRANSPORT",
-        help="httpx or wire for that upstream; default httpx for https or a proxy from "
-             "HTTP(S)_PROXY, wire otherwise; repeatable (TOOLSHIM_UPSTREAM_TRANSPORT, "
+        help="httpx or wire for that upstream; default httpx where a proxy from "
+             "HTTP(S)_PROXY applies, wire otherwise; repeatable (TOOLSHIM_UPSTREAM_TRANSPORT, "
              "comma-separated)")
+    add("--admin-key", dest="admin_keys", action="append", metavar="KEY",
+        help="a key for /admin/* and the console; client keys then get 403 there; "
+             "repeatable (TOOLSHIM_ADMIN_KEYS, comma-separated)")
+    add("--allowed-hosts", dest="allowed_hosts", action="append", metavar="NAMES",
+        help="Host names answered on a loopback address besides localhost, 127.0.0.1 and "
+             "[::1]; comma-separated, repeatable (TOOLSHIM_ALLOWED_HOSTS)")
 
 
 def _from_env(name: str, raw: str) -> object:
@@ -304,45 +353,72 @@ class SettingsError(ValueError):
 
 def load_settings(args: argparse.Namespace | None = None,
                   environ: Mapping[str, str] | None = None) -> Settings:
-    """Merge flags over env over defaults; raise SettingsError with a readable message."""
+    """Merge flags over env over defaults; raise SettingsError with a readable message
+    that names each bad value the way it was given: its flag, or its env variable."""
     env = os.environ if environ is None else environ
     values: dict[str, object] = {}
+    names: dict[str, str] = {}
     for name, env_name in ENV_NAMES.items():
         if env.get(env_name, "").strip():
             values[name] = _from_env(name, env[env_name])
+            names[name] = env_name
     for name in ENV_NAMES:
         flag = getattr(args, name, None) if args is not None else None
         if flag is not None:
             values[name] = flag
+            names[name] = flag_name(name)
     try:
-        if "routes" in values:
-            values["routes"] = [Route(pattern=p, upstream=upstream_root(u))
-                                for p, u in _pairs(values["routes"], "a route")]  # type: ignore[arg-type]
-        if "upstream_key_envs" in values:
-            values["upstream_key_envs"] = [
-                (upstream_root(u), e)
-                for u, e in _pairs(values["upstream_key_envs"], "an upstream key")]  # type: ignore[arg-type]
-        if "upstream_kinds" in values:
-            values["upstream_kinds"] = [
-                (upstream_root(u), k.lower())
-                for u, k in _pairs(values["upstream_kinds"], "an upstream kind")]  # type: ignore[arg-type]
-        if "upstream_transports" in values:
-            values["upstream_transports"] = [
-                (upstream_root(u), t.lower())
-                for u, t in _pairs(values["upstream_transports"], "an upstream transport")]  # type: ignore[arg-type]
+        for name, what in _PAIR_WHAT.items():
+            if name in values:
+                values[name] = _split_pairs(name, values[name], what)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise SettingsError(f"{names[name]}: {exc}") from None
+    try:
         return Settings.model_validate(values)
-    except (ValidationError, ValueError) as exc:
-        raise SettingsError(_describe(exc)) from None
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc, names)) from None
 
 
-def _describe(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        parts = []
-        for err in exc.errors():
-            field = str(err["loc"][0]) if err["loc"] else "settings"
-            parts.append(f"{ENV_NAMES.get(field, field)}: {err['msg']}")
-        return "; ".join(parts)
-    return str(exc)
+_PAIR_WHAT = {"routes": "a route", "upstream_key_envs": "an upstream key",
+              "upstream_kinds": "an upstream kind",
+              "upstream_transports": "an upstream transport", "aliases": "an alias"}
+_FLAGS = {"upstreams": "--upstream", "routes": "--route", "api_keys": "--api-key",
+          "upstream_key_envs": "--upstream-key-env", "upstream_kinds": "--upstream-kind",
+          "probe": "--no-probe", "admin_keys": "--admin-key",
+          "upstream_transports": "--upstream-transport", "aliases": "--alias"}
+
+
+def flag_name(name: str) -> str:
+    """The command-line flag that sets Settings field `name`."""
+    return _FLAGS.get(name) or "--" + name.replace("_", "-")
+
+
+def _split_pairs(name: str, items: Sequence[str], what: str) -> list[object]:
+    if name == "aliases":
+        return list(_aliases(items))
+    pairs = _pairs(items, what)
+    if name == "routes":
+        return [Route(pattern=p, upstream=upstream_root(u)) for p, u in pairs]
+    if name in ("upstream_kinds", "upstream_transports"):
+        return [(upstream_root(u), k.lower()) for u, k in pairs]
+    return [(upstream_root(u), e) for u, e in pairs]
+
+
+def _describe(exc: ValidationError, names: Mapping[str, str]) -> str:
+    parts = []
+    for err in exc.errors():
+        field = str(err["loc"][0]) if err["loc"] else "settings"
+        name = names.get(field) or ENV_NAMES.get(field, field)
+        parts.append(f"{name}: {err['msg'].removeprefix('Value error, ')}")
+    return "; ".join(parts)
+
+
+def _aliases(items: Sequence[str]) -> list[tuple[str, str]]:
+    pairs = _pairs(items, "an alias")
+    for pattern, model in pairs:
+        if any(c in model for c in "*?["):
+            raise SettingsError(f"alias {pattern!r}: must name one model, not a glob: {model!r}")
+    return pairs
 
 
 SETTINGS_ENV = "TOOLSHIM_SETTINGS_JSON"
@@ -358,7 +434,7 @@ def settings_from_env() -> Settings:
 def secrets(settings: Settings) -> list[str]:
     """Every key the process holds, so logs, client answers and the console can mask it
     wherever it shows up (observability/redact.py)."""
-    keys = list(settings.api_keys)
+    keys = [*settings.api_keys, *settings.admin_keys]
     keys.extend(os.environ.get(env, "") for _, env in settings.upstream_key_envs)
     if settings.redis_url:
         keys.append(urlsplit(settings.redis_url).password or "")

@@ -94,8 +94,9 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def _too_large(limit: int) -> ApiError:
-    return ApiError(413, f"request body is larger than the limit of {limit} bytes",
-                    code="request_too_large")
+    # Named as the operator sets it: the client's reader may be the one who runs toolshim.
+    return ApiError(413, f"request body is larger than the limit of {limit} bytes "
+                    "(--max-body-bytes / TOOLSHIM_MAX_BODY_BYTES)", code="request_too_large")
 
 
 def parse_chat_request(raw: bytes) -> ChatRequest:
@@ -119,7 +120,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     # A `$ref` needs a '$' (plain or escaped), and growing past the expansion budget
     # needs that many containers: otherwise neither tool-schema check can fire.
     if raw.find(b"$") >= 0 or raw.find(b"\\u0024") >= 0 or brackets > MAX_EXPANDED:
-        _check_tool_refs(body)
+        check_tool_refs(body)
     return body
 
 
@@ -130,7 +131,7 @@ def check_walkable(body: object) -> None:
                        code="too_deeply_nested")
 
 
-def _check_tool_refs(body: ChatRequest) -> None:
+def check_tool_refs(body: ChatRequest) -> None:
     for index, tool in enumerate(body.get("tools") or []):
         parameters = tool["function"].get("parameters")
         name = tool["function"]["name"]

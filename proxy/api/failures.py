@@ -8,7 +8,7 @@ is accounted once, with its overhead header, whatever the ending.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
@@ -24,8 +24,18 @@ def client_left() -> ApiError:
     return ApiError(CLIENT_CLOSED, "client closed the connection", code="client_closed")
 
 
-async def answer_or_error(ex: Exchange, work: Awaitable[Response], what: str) -> Response:
-    """`work`'s response, or the error answer for how it failed (`what` names the route)."""
+Render = Callable[[ApiError, str], Response]
+"""An error (masked) and the request id -> the answer in a client dialect's envelope."""
+
+
+def _openai(error: ApiError, request_id: str) -> Response:
+    return error.response()
+
+
+async def answer_or_error(ex: Exchange, work: Awaitable[Response], what: str,
+                          render: Render = _openai) -> Response:
+    """`work`'s response, or the error answer for how it failed (`what` names the route;
+    `render` shapes it: the OpenAI envelope unless the dialect has its own)."""
     try:
         return await work
     except ApiError as exc:
@@ -37,12 +47,12 @@ async def answer_or_error(ex: Exchange, work: Awaitable[Response], what: str) ->
         ex.svc.telemetry.log.exception("%s failed inside toolshim", what,
                                        extra={"record": {"request_id": ex.record.request_id}})
         error = ApiError(500, "internal error in toolshim", type_="server_error")
-    return error_reply(ex, error)
+    return error_reply(ex, error, render)
 
 
-def error_reply(ex: Exchange, error: ApiError) -> Response:
+def error_reply(ex: Exchange, error: ApiError, render: Render = _openai) -> Response:
     error = error.masked(ex.redactor().mask)  # an upstream's text may repeat its credentials
     ex.finish(error.status, error.message)  # also reports a record settled unreported
-    response = error.response()
+    response = render(error, ex.record.request_id)
     response.headers["x-toolshim-overhead-ms"] = f"{ex.overhead_ms():.2f}"
     return response

@@ -59,6 +59,10 @@ async def list_models(request: Request) -> Response:
             if isinstance(model_id, str) and model_id not in merged:
                 merged[model_id] = _annotate(svc, entry, root)
                 svc.listing[model_id] = root
+    for pattern, model in svc.aliases().patterns:
+        # Agents look their vendor's names up here (Claude Code's gateway discovery).
+        merged.setdefault(pattern, {"id": pattern, "object": "model", "created": 0,
+                                    "owned_by": "toolshim", "toolshim": {"alias_for": model}})
     ex.finish(200)
     return Response(orjson.dumps({"object": "list", "data": list(merged.values())}),
                     media_type="application/json",

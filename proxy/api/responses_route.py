@@ -5,13 +5,13 @@ body is translated to a chat request (responses_request), the chat flow
 answers it exactly as it answers /v1/chat/completions (profile, tool policy,
 retries, checks, recovery, headers, metrics, the log line, limits), and the
 chunks it hands its client are translated to Responses events
-(responses_events). `_chat_chunks` is the one place that talks to the flow.
+(responses_events). `chat_chunks` (api/chat_output.py) is the one place that
+talks to the flow.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -19,72 +19,27 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Send
 
+from proxy.api.chat_output import ChatOutput, chat_chunks
 from proxy.api.chat_request import read_body
-from proxy.api.disconnect import unless_client_leaves
-from proxy.api.failures import answer_or_error, client_left
+from proxy.api.failures import answer_or_error
 from proxy.api.relay import SseResponse, SseWriter
 from proxy.api.responses_events import Event, ResponseBuilder
 from proxy.api.responses_request import Translated, to_chat, validate
 from proxy.api.responses_store import ResponsesStore, owner_of
-from proxy.chat import run_chat
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, call_headers
-from proxy.flow.run import ChatRun
 from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.observability.telemetry import RequestRecord
 from proxy.scopes import cancel_scope
 from proxy.services import Services
 from proxy.sse import KEEPALIVE_FRAME
-from proxy.types import JSON, ChatRequest, Chunk
+from proxy.types import JSON
 
 _DEFAULTS: JSON = {"instructions": None, "tool_choice": "auto", "parallel_tool_calls": True,
                    "temperature": None, "top_p": None, "max_output_tokens": None,
                    "metadata": {}, "user": None, "store": True, "previous_response_id": None,
                    "text": {"format": {"type": "text"}}, "reasoning": None,
                    "truncation": "disabled"}
-
-
-@dataclass
-class ChatOutput:
-    """What the chat flow hands its client: its headers, then its chunks as they come.
-
-    `batches()` yields the chunks of one piece of the answer together (one list per
-    upstream read), so the client gets one write per piece, as a chat stream does;
-    with a `direct` writer, pieces that arrive while the flow waits go to it instead,
-    from the upstream's read callback (`ChatRun.batches`).
-    """
-
-    headers: dict[str, str]
-    run: ChatRun
-    close: Callable[[], Awaitable[None]]
-    """frees what the flow holds (upstream response, limiter slot) even if `batches`
-    is never started, e.g. when the client leaves before the body begins."""
-
-    def batches(self, direct: SseWriter | None = None) -> AsyncIterator[list[Chunk]]:
-        return _run_batches(self.run, direct)
-
-
-async def _chat_chunks(ex: Exchange, chat: ChatRequest) -> ChatOutput:
-    """Run `chat` through the chat flow for `ex` and hand back its chunks.
-
-    Errors before the answer starts raise ApiError (the chat envelope and
-    status); a failure mid-stream raises ApiError from the batch iterator,
-    after every chunk received before it.
-    """
-    run = await unless_client_leaves(ex.request.receive, run_chat(ex, chat))
-    if run is None:
-        raise client_left()
-    headers = {k: v for k, v in run.headers().items() if k.startswith("x-toolshim-")}
-    return ChatOutput(headers, run, run.aclose)
-
-
-async def _run_batches(run: ChatRun, direct: SseWriter | None) -> AsyncIterator[list[Chunk]]:
-    try:
-        async for batch in run.batches(direct):
-            # The fast path hands chunks over as the upstream's JSON bytes.
-            yield as_chunks(batch)  # a keep-alive becomes an empty batch
-    finally:
-        await run.aclose()  # shielded inside; accounts the request once
 
 
 # --- routes ----------------------------------------------------------------
@@ -109,7 +64,7 @@ async def _handle(ex: Exchange, store: ResponsesStore) -> Response:
         history = stored.conversation
     translated = to_chat(body, history)
     ex.record.tools_stripped += translated.stripped
-    output = await _chat_chunks(ex, translated.chat)
+    output = await chat_chunks(ex, translated.chat)
     builder = ResponseBuilder(_echo(body, translated), kinds=translated.kinds)
     keep = store if body.get("store") is not False else None
     if body.get("stream"):

@@ -51,10 +51,16 @@ class Decision:
 def estimate_tokens(prompt_chars: int, max_tokens: int | None,
                     chars_per_token: float | None) -> int:
     """Tokens a prompt of `prompt_chars` characters plus its reply will need."""
+    reply = max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else REPLY_RESERVE
+    return prompt_tokens(prompt_chars, chars_per_token) + reply
+
+
+def prompt_tokens(prompt_chars: int, chars_per_token: float | None) -> int:
+    """Tokens a prompt of `prompt_chars` characters takes, by the model's learned ratio
+    (else the default), erring large as `estimate_tokens` does."""
     ratio = chars_per_token if chars_per_token and chars_per_token > 0 else \
         DEFAULT_CHARS_PER_TOKEN
-    reply = max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else REPLY_RESERVE
-    return math.ceil(prompt_chars / ratio * HEADROOM) + reply
+    return math.ceil(prompt_chars / ratio * HEADROOM)
 
 
 def largest_allowed(window: Window) -> int:

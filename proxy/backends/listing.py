@@ -9,18 +9,17 @@ unavailable may serve models it does not list, so then the request goes on.
 
 from __future__ import annotations
 
-import time
-
 from proxy.errors import ApiError
-from proxy.services import LISTING_TTL, Services
+from proxy.services import Services
 
 
 async def require_listed(svc: Services, model: str) -> None:
-    """Raise 404 model_not_found when every upstream's listing leaves `model` out."""
+    """Raise 404 model_not_found when every upstream's listing leaves `model` out,
+    even asked again (a model pulled since the last listing is served at once)."""
     if svc.knows(model):
         return
-    if time.monotonic() - svc.listed_at > LISTING_TTL:
-        await svc.refresh_listing()
+    if svc.worth_relisting():
+        await svc.refresh_listing()  # shared and floored: services.py
         if svc.knows(model):
             return
     if svc.upstreams and all(svc.listing_complete.get(root) for root in svc.upstreams):

@@ -11,6 +11,7 @@ which lives on the app's Services.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ class OllamaState:
     shown: dict[tuple[str, str], tuple[ModelLimits, float]] = field(default_factory=dict)
     floors: dict[tuple[str, str], int] = field(default_factory=dict)
     """(upstream, model) -> the largest num_ctx sent: never ask for less again."""
+    asking: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
+    """upstream root -> its GET /api/version in flight, shared by all who ask meanwhile."""
 
     def floor(self, root: str, model: str) -> int:
         return self.floors.get((root, normalise_model_name(model)), 0)
@@ -65,7 +68,7 @@ async def upstream_kind(state: OllamaState, upstream: Upstream, override: str | 
     known = state.kinds.get(upstream.root)
     if known is not None and (known[0] != "unknown" or time.monotonic() - known[1] < KIND_RETRY):
         return "openai" if known[0] == "unknown" else known[0]
-    found = await _get_json(upstream, "/api/version", timeout)
+    found = await _version(state, upstream, timeout)
     if found is None:
         kind = "unknown"  # unreachable: ask again later, treat as /v1 meanwhile
     else:
@@ -77,12 +80,38 @@ async def upstream_kind(state: OllamaState, upstream: Upstream, override: str | 
     return "openai" if kind == "unknown" else kind
 
 
+async def _version(state: OllamaState, upstream: Upstream, timeout: float) -> Any | None:
+    """GET /api/version, once for all who ask at the same time (start-up's identification
+    and the first requests that need the kind)."""
+    root = upstream.root
+    asking = state.asking.get(root)
+    if asking is None:
+        asking = asyncio.get_running_loop().create_task(_ask_version(upstream, timeout))
+        state.asking[root] = asking
+        asking.add_done_callback(lambda _: state.asking.pop(root, None))
+    return await asyncio.shield(asking)
+
+
+async def _ask_version(upstream: Upstream, timeout: float) -> Any | None:
+    """The answer's JSON ({} for a 4xx or a body that is not JSON: a server that is
+    not Ollama), None when nothing answered (asked again after KIND_RETRY)."""
+    try:
+        response = await upstream.client.get("/api/version", timeout=timeout,
+                                             headers=_auth(upstream))
+    except httpx.HTTPError:
+        return None
+    if response.status_code >= 500:  # a gateway whose backend is down: not an answer
+        return None
+    found = _json_or_none(response)
+    return found if found is not None else {}
+
+
 async def running_window(state: OllamaState, upstream: Upstream, model: str,
                          timeout: float) -> int | None:
     """The context_length /api/ps reports for `model` if it is loaded, else None."""
     cached = state.running.get(upstream.root)
     if cached is None or time.monotonic() - cached[1] > RUNNING_TTL:
-        found = await _get_json(upstream, "/api/ps", timeout)
+        found = await get_json(upstream, "/api/ps", timeout)
         loaded: dict[str, int] = {}
         entries = found.get("models") if isinstance(found, dict) else None
         for entry in entries if isinstance(entries, list) else []:
@@ -125,9 +154,9 @@ def parse_show(found: Any) -> ModelLimits:
     return ModelLimits(maximum if maximum and maximum > 0 else None, modelfile_ctx)
 
 
-async def _get_json(upstream: Upstream, path: str, timeout: float) -> Any | None:
+async def get_json(upstream: Upstream, path: str, timeout: float) -> Any | None:
     try:
-        response = await upstream.client.get(path, timeout=timeout)
+        response = await upstream.client.get(path, timeout=timeout, headers=_auth(upstream))
     except httpx.HTTPError:  # a metadata question never fails a request
         return None
     return _json_or_none(response)
@@ -136,11 +165,18 @@ async def _get_json(upstream: Upstream, path: str, timeout: float) -> Any | None
 async def _post_json(upstream: Upstream, path: str, payload: Any, timeout: float) -> Any | None:
     try:
         response = await upstream.client.post(path, content=orjson.dumps(payload),
-                                              headers={"content-type": "application/json"},
+                                              headers={"content-type": "application/json",
+                                                       **_auth(upstream)},
                                               timeout=timeout)
     except httpx.HTTPError:
         return None
     return _json_or_none(response)
+
+
+def _auth(upstream: Upstream) -> dict[str, str]:
+    """The upstream's own key (`--upstream-key-env`): a gateway in front of Ollama that
+    wants it on /v1 wants it on /api too, or its 401 would make it look like no Ollama."""
+    return {"authorization": f"Bearer {upstream.api_key}"} if upstream.api_key else {}
 
 
 def _json_or_none(response: httpx.Response) -> Any | None:

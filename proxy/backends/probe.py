@@ -16,11 +16,16 @@ from typing import Any, TextIO
 import httpx
 import orjson
 
-from proxy.backends.probe_failures import EXIT_OK, diagnose, diagnose_listing
+from proxy.backends.probe_failures import (
+    EXIT_MODEL_NOT_FOUND,
+    EXIT_OK,
+    diagnose,
+    diagnose_listing,
+)
 from proxy.backends.refusals import classify_refusal
 from proxy.capabilities.store import CapabilityStore
 from proxy.flow.learning import facts_from
-from proxy.settings import redact_url
+from proxy.settings import api_url, redact_url
 from proxy.types import JSON, Observation
 
 _PROBE_TOOL: JSON = {
@@ -64,7 +69,7 @@ async def probe_request(
         "max_tokens": 16,
         "stream": False,
     }
-    url = f"{root_url}/v1/chat/completions"
+    url = api_url(root_url, "/v1/chat/completions")
     try:
         response = await client.post(url, json=request, timeout=timeout)
     except httpx.HTTPError:
@@ -87,7 +92,7 @@ async def probe_model(client: httpx.AsyncClient, root_url: str, model: str) -> O
 async def list_models(client: httpx.AsyncClient, root_url: str, timeout: float = 5.0) -> list[str] | None:
     """Model ids from GET /v1/models; None when the upstream can't be listed."""
     try:
-        response = await client.get(f"{root_url}/v1/models", timeout=timeout)
+        response = await client.get(api_url(root_url, "/v1/models"), timeout=timeout)
         data = orjson.loads(response.content) if response.status_code == 200 else None
     except (httpx.HTTPError, orjson.JSONDecodeError):
         return None
@@ -112,7 +117,16 @@ async def run_probe_cli(
     store = CapabilityStore(capabilities_path)
     failures: list[int] = []
     async with httpx.AsyncClient(verify=verify) as client:
-        targets: list[tuple[str, list[str]]] = [(m, roots) for m in models]
+        targets: list[tuple[str, list[str]]] = []
+        listings = {root: await list_models(client, root) for root in roots} if models else {}
+        for model in models:
+            serving = _listing(model, listings)
+            if serving is None:  # every upstream lists its models, and none lists this one
+                print(f"{model}: not found: no upstream lists it "
+                      f"({', '.join(redact_url(r) for r in roots)}); nothing recorded", file=out)
+                failures.append(EXIT_MODEL_NOT_FOUND)
+            else:
+                targets.append((model, serving))
         if all_models:
             for root in roots:
                 listed = await list_models(client, root)
@@ -128,6 +142,19 @@ async def run_probe_cli(
     return failures[0] if failures else EXIT_OK
 
 
+def _listing(model: str, listings: dict[str, list[str] | None]) -> list[str] | None:
+    """The upstreams to probe `model` on, as chat routes it: those that list it; every
+    upstream when some list nothing (they may serve what they do not list); None when
+    every upstream lists its models and none lists this one (chat's 404)."""
+    names = {model, model + ":latest"} if ":" not in model else {model}
+    listing = [root for root, ids in listings.items() if ids and names & set(ids)]
+    if listing:
+        return listing
+    if listings and all(listings.values()):
+        return None
+    return list(listings)
+
+
 async def _probe_one(
     client: httpx.AsyncClient, store: CapabilityStore, model: str, roots: list[str], out: TextIO
 ) -> int:
@@ -135,9 +162,12 @@ async def _probe_one(
         found = await probe_model(client, root, model)
         if found is not None:
             mode = "native" if found.detail["tools"] else "off"
-            print(f"{model}: tools {mode} (probe: {found.detail['evidence']})", file=out)
             at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             await asyncio.to_thread(store.record, facts_from([found], at, root))
+            # What the proxy will do is the resolved profile's: an entry under models:
+            # (gemma3's shipped `emulate`) wins over what the probe found.
+            print(f"{model}: tools {mode} (probe: {found.detail['evidence']}); "
+                  f"toolshim uses: {store.profile(model).tools}", file=out)
             return EXIT_OK
     failures = [await diagnose(client, root, model) for root in roots]
     print(f"{model}: unknown: " + "; ".join(f.text for f in failures), file=out)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from proxy.settings import redact_url
+from proxy.settings import api_url, redact_url
 
 EXIT_OK = 0
 EXIT_UNDECIDED = 1
@@ -34,7 +34,8 @@ async def diagnose(client: httpx.AsyncClient, root: str, model: str,
     shown = redact_url(root)
     body = {"model": model, "messages": [{"role": "user", "content": "."}], "max_tokens": 1}
     try:
-        response = await client.post(f"{root}/v1/chat/completions", json=body, timeout=timeout)
+        response = await client.post(api_url(root, "/v1/chat/completions"), json=body,
+                                     timeout=timeout)
     except httpx.TimeoutException:
         return ProbeFailure(EXIT_TIMEOUT, f"upstream {shown} timed out after {timeout:g} s")
     except httpx.HTTPError:
@@ -55,7 +56,7 @@ async def diagnose_listing(client: httpx.AsyncClient, root: str,
     """Why GET /v1/models gave no list."""
     shown = redact_url(root)
     try:
-        response = await client.get(f"{root}/v1/models", timeout=timeout)
+        response = await client.get(api_url(root, "/v1/models"), timeout=timeout)
     except httpx.TimeoutException:
         return ProbeFailure(EXIT_TIMEOUT, f"upstream {shown} timed out after {timeout:g} s")
     except httpx.HTTPError:

@@ -19,6 +19,7 @@ import orjson
 
 from proxy.backends.context import (
     DEFAULT_CHARS_PER_TOKEN,
+    MIN_LEARN_TOKENS,
     Decision,
     Window,
     estimate_tokens,
@@ -27,6 +28,7 @@ from proxy.backends.context import (
 )
 from proxy.backends.ollama import model_limits, open_native, running_window, upstream_kind
 from proxy.backends.ollama_request import to_native
+from proxy.backends.prompt_count import watch_prompt_tokens
 from proxy.backends.sse_frames import wants_usage
 from proxy.backends.upstream import Upstream, send
 from proxy.errors import ApiError
@@ -52,17 +54,22 @@ async def send_chat(ex: Exchange, upstream: Upstream, body: ChatRequest, profile
         return await send(upstream, "POST", "/v1/chat/completions", content=content,
                           headers=headers)
     before = body
-    body, num_ctx, chars = await _sized(ex, upstream, body, profile, len(content))
+    body, num_ctx, chars, window = await _sized(ex, upstream, body, profile, len(content))
     if num_ctx is None and profile.keep_alive is None and profile.ollama_options is None:
-        return await send(upstream, "POST", "/v1/chat/completions", content=content,
-                          headers=headers)
+        response = await send(upstream, "POST", "/v1/chat/completions", content=content,
+                              headers=headers)
+        if window is None or chars < MIN_LEARN_TOKENS or response.status_code >= 400:
+            return response
+        # A prompt that fits keeps /v1; its usage teaches the ratio the native path uses.
+        return watch_prompt_tokens(response, lambda count: _learn_ratio(
+            ex, profile, chars, count, window, "/v1 usage.prompt_tokens"))
     trimmed = _removed_tools(before, body)
     native = to_native(body, num_ctx=num_ctx, keep_alive=profile.keep_alive,
                        ollama_options=dict(profile.ollama_options or ()))
     ex.record.num_ctx = num_ctx
 
     def finished(prompt_eval_count: int | None) -> None:
-        _learn_ratio(ex, profile, chars, prompt_eval_count, num_ctx)
+        _learn_ratio(ex, profile, chars, prompt_eval_count, num_ctx, "/api/chat prompt_eval_count")
 
     response = await open_native(upstream, native, headers, include_usage=wants_usage(body),
                                  id_factory=new_call_id, finished=finished)
@@ -89,20 +96,21 @@ async def _kind(ex: Exchange, upstream: Upstream) -> str:
 
 
 async def _sized(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: Profile,
-                 chars: int) -> tuple[ChatRequest, int | None, int]:
-    """The body to send, the num_ctx to ask for (None: none), and its size in characters."""
+                 chars: int) -> tuple[ChatRequest, int | None, int, int | None]:
+    """The body to send, the num_ctx to ask for (None: none), its size in characters,
+    and, for `num_ctx: auto`, the window the model has now."""
     floor = ex.svc.ollama.floor(upstream.root, body["model"])
     if isinstance(profile.num_ctx, int):
-        return body, max(profile.num_ctx, floor), chars
+        return body, max(profile.num_ctx, floor), chars, None
     if profile.num_ctx is None:
-        return body, floor or None, chars
+        return body, floor or None, chars, None
     window = await _window(ex, upstream, body, profile, chars, floor)
     decision = size_window(window)
     if decision.action in ("fits", "raise"):
         if decision.action == "raise":
             ex.record.context = "raise"
-        return body, decision.num_ctx, chars
-    return await _guard(ex, upstream, body, profile, window, decision)
+        return body, decision.num_ctx, chars, max(window.current, window.floor)
+    return (*await _guard(ex, upstream, body, profile, window, decision), None)
 
 
 async def _window(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: Profile,
@@ -166,8 +174,10 @@ def _max_tokens(body: ChatRequest) -> int | None:
 
 
 def _learn_ratio(ex: Exchange, profile: Profile, chars: int, prompt_eval_count: int | None,
-                 num_ctx: int | None) -> None:
-    """Ollama counted the prompt's tokens: remember this model's characters per token."""
+                 num_ctx: int | None, counted_as: str) -> None:
+    """Ollama counted the prompt's tokens: remember this model's characters per token.
+
+    `num_ctx`: the window the prompt went into (a count that fills it was cut)."""
     if prompt_eval_count is None:
         return
     ratio = observed_chars_per_token(chars, prompt_eval_count, num_ctx)
@@ -176,4 +186,4 @@ def _learn_ratio(ex: Exchange, profile: Profile, chars: int, prompt_eval_count: 
         return
     ex.observations.append(Observation(profile.model, "chars_per_token", {
         "value": ratio,
-        "evidence": f"/api/chat prompt_eval_count {prompt_eval_count} for {chars} characters"}))
+        "evidence": f"{counted_as} {prompt_eval_count} for {chars} characters"}))

@@ -13,6 +13,7 @@ callers'.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ssl
 import time
@@ -26,7 +27,7 @@ import orjson
 from proxy.backends.egress import Egress
 from proxy.backends.wire import WireTransport
 from proxy.errors import MAX_MODEL_NAME, ApiError
-from proxy.settings import redact_url
+from proxy.settings import api_url, redact_url
 
 # RFC 9110 §7.6.1 hop-by-hop headers, plus what httpx recomputes itself.
 HOP_BY_HOP = frozenset({
@@ -62,7 +63,7 @@ class Upstream:
         """Absolute URL for a path; the fixed API paths are parsed once."""
         found = self.urls.get(path)
         if found is None:
-            found = httpx.URL(self.root + path)
+            found = httpx.URL(api_url(self.root, path))
             if "?" not in path and len(self.urls) < 64:
                 self.urls[path] = found
         return found
@@ -108,11 +109,16 @@ def forward_headers(incoming: Mapping[str, str], upstream: Upstream,
     out: dict[str, str] = {}
     named: set[str] = set()
     client_auth = None
+    keep_api_key = keep_client_auth and not upstream.api_key
     for key, value in incoming.items():
         lowered = key.lower()
         if lowered == "authorization":
             if client_auth is None:  # the first of a repeated one, as the edge reads it
                 client_auth = value
+        elif lowered == "x-goog-api-key":
+            continue  # the Gemini door's key for toolshim: no chat backend reads it
+        elif lowered == "x-api-key" and not keep_api_key:
+            continue  # the Anthropic door's key for toolshim (or the upstream's own is sent)
         elif lowered not in HOP_BY_HOP:
             out[key] = value
         elif lowered == "connection":
@@ -233,20 +239,42 @@ life (routing), so a backend cannot grow that table past this per listing."""
 
 
 async def fetch_listing(upstream: Upstream) -> list[dict[str, Any]] | None:
-    """An upstream's /v1/models `data`; Ollama says `"data": null` when it has none."""
+    """An upstream's /v1/models `data`; Ollama says `"data": null` when it has none.
+
+    Sent as the chat path sends (`send`): a name the listing lacks makes toolshim list
+    again, so this runs often, and httpx's own `client.get` leaves each response in a
+    reference cycle (its bound stream holds the response) for the collector."""
+    headers = {"accept": "application/json", "accept-encoding": "identity"}
+    if upstream.api_key:
+        headers["authorization"] = f"Bearer {upstream.api_key}"
     try:
-        response = await upstream.client.get("/v1/models", timeout=_LISTING_TIMEOUT)
-    except httpx.HTTPError:  # any transport failure: this upstream just has no listing now
+        async with asyncio.timeout(_LISTING_TIMEOUT):
+            response = await send(upstream, "GET", "/v1/models", content=None, headers=headers)
+            try:
+                body = await read_whole(response, upstream.root)
+            finally:
+                await response.aclose()
+    except (ApiError, TimeoutError, httpx.HTTPError):  # this upstream has no listing now
         return None
     if response.status_code != 200:
         return None
     try:
-        data = orjson.loads(response.content).get("data")
+        data = orjson.loads(body).get("data")
     except (orjson.JSONDecodeError, AttributeError):
         return None
     if not isinstance(data, list):
         return []
-    return [e for e in data[:_MAX_LISTED] if isinstance(e, dict) and _askable(e.get("id"))]
+    entries = (_plain_id(e) for e in data[:_MAX_LISTED] if isinstance(e, dict))
+    return [e for e in entries if _askable(e.get("id"))]
+
+
+def _plain_id(entry: dict[str, Any]) -> dict[str, Any]:
+    """Google's OpenAI-compatible endpoint lists `models/gemini-2.5-flash`; its chat
+    endpoint and every client name the model `gemini-2.5-flash`."""
+    model_id = entry.get("id")
+    if isinstance(model_id, str) and model_id.startswith("models/"):
+        return {**entry, "id": model_id.removeprefix("models/")}
+    return entry
 
 
 def _askable(name: object) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import ValidationError
 
-from proxy.capabilities.resolve import learned_key, normalise_model_name
+from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.schema import Capabilities, LearnedEntry
 from proxy.capabilities.splice import oldest_first
 from proxy.errors import MAX_MODEL_NAME
@@ -31,7 +31,7 @@ def unlearnable(fact: LearnedFact) -> str | None:
     if len(name) > MAX_NAME_CHARS:
         return f"a model name of {len(name)} characters (limit {MAX_NAME_CHARS})"
     try:
-        Capabilities.model_validate({"learned": {learned_key(name): merge_fact(None, fact)}})
+        Capabilities.model_validate({"learned": {fact.key(): merge_fact(None, fact)}})
     except ValidationError as exc:
         return "; ".join(e["msg"] for e in exc.errors())
     return None
@@ -51,7 +51,7 @@ def apply_facts(caps: Capabilities, facts: Sequence[LearnedFact],
     touched: dict[str, str] = {}
     for fact in facts:
         name = normalise_model_name(fact.model)
-        key = touched.get(name) or keys.get(name) or learned_key(fact.model)
+        key = touched.get(name) or keys.get(name) or fact.key()
         touched[name] = key
         learned[key] = LearnedEntry.model_validate(merge_fact(learned.get(key), fact))
     return caps.model_copy(update={"learned": learned}), touched

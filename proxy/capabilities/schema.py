@@ -114,6 +114,17 @@ NonEmptyStr = Annotated[str, Field(min_length=1)]
 ServerToolName = Annotated[str, AfterValidator(check_tool_name)]
 
 
+def _check_alias_target(model: str) -> str:
+    if not model.strip():
+        raise ValueError("an alias must name the model that serves it")
+    if is_glob(model):
+        raise ValueError(f"an alias must name one model, not a glob: {model!r}")
+    return model
+
+
+AliasTarget = Annotated[str, AfterValidator(_check_alias_target)]
+
+
 class _Entry(BaseModel):
     # strict: YAML `max_tools: "8"` or `system_role: 1` is a typo, not a value to coerce.
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -287,6 +298,8 @@ class Capabilities(_Entry):
     """Exact names only in practice; the proxy's section."""
     server_tools: dict[ServerToolName, ServerToolDefinition] = {}
     """Tools toolshim runs itself (proxy/server_tools/), offered per model."""
+    aliases: dict[ModelKey, AliasTarget] = {}
+    """Names (or globs) clients ask for -> the model that serves them (aliases.py)."""
 
     @field_validator("version", mode="before")
     @classmethod
@@ -296,7 +309,7 @@ class Capabilities(_Entry):
             raise PydanticCustomError("version", "version must be the integer 1")
         return value
 
-    @field_validator("defaults", "models", "learned", "server_tools", mode="before")
+    @field_validator("defaults", "models", "learned", "server_tools", "aliases", mode="before")
     @classmethod
     def _empty_section(cls, value: object) -> object:
         # `learned:` with nothing under it (or only comments) loads as null;

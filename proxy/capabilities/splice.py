@@ -20,7 +20,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from proxy.capabilities.load import parse_capabilities
-from proxy.capabilities.resolve import learned_key, normalise_model_name
+from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.schema import PROVENANCE, Capabilities
 from proxy.flow.learning import LearnedFact, merge_fact
 
@@ -112,7 +112,7 @@ def _merge_fact(learned: CommentedMap, fact: LearnedFact) -> None:
         entry = CommentedMap()
         if key is not None:
             del learned[key]
-        key = DoubleQuotedScalarString(learned_key(fact.model))
+        key = DoubleQuotedScalarString(fact.key())
     entry.fa.set_block_style()
     learned[key] = entry
     _merge_into(entry, fact)

@@ -104,6 +104,10 @@ class CapabilityStore:
 
     # --- the background keeper ---------------------------------------------------
 
+    def writes_in_background(self) -> bool:
+        """`record` does no I/O (the keeper writes): it may be called on the event loop."""
+        return self._keeper is not None
+
     def start(self) -> None:
         """Reload and write from a background thread from now on (the server does this)."""
         if self._keeper is None:
@@ -150,7 +154,7 @@ class CapabilityStore:
         self._stat, self._loaded = stat, True
         caps, problems = self._parse(text)
         if caps is None:
-            return self._reject("\n".join(str(p) for p in problems))
+            return self._reject("\n".join(str(p) for p in problems), text)
         return self._install(caps, stat)
 
     def _create_from_shipped(self) -> StatKey | None:
@@ -177,10 +181,28 @@ class CapabilityStore:
             self.dirty = self.dirty or bool(self._pending)
         return True
 
-    def _reject(self, message: str) -> bool:
+    def _reject(self, message: str, text: str | None = None) -> bool:
+        if self.generation == 0:
+            return self._start_shipped(message, text)
         if message != self._last_error:  # logged once per change, not once per check
             self._log.warning("%s", f"{message} (keeping the last good version)")
         self._last_error = message
+        return False
+
+    def _start_shipped(self, message: str, text: str | None) -> bool:
+        """No good version yet (a broken file at start): the shipped entries, never none.
+
+        The file is a person's and is left as it is; what is learned meanwhile waits
+        in memory (`_merged` never writes into an invalid file) until it is fixed."""
+        self._install(parse_capabilities(shipped_text(), "shipped")[0], self._stat)
+        first, _, more = message.partition("\n")
+        extra = f" ({more.count(chr(10)) + 1} more problems)" if more else ""
+        self._log.warning("%s", f"{first}{extra}; starting with the shipped entries instead; "
+                          "the file is left as it is and learned facts wait in memory until "
+                          "it is fixed")
+        self._last_error = message
+        if text is not None:  # this line said it: no second one when a fact must wait
+            self._reported[f"nowrite:{_digest(text)}"] = True
         return False
 
     def _use(self, caps: Capabilities) -> None:
@@ -198,10 +220,12 @@ class CapabilityStore:
         Cheap and free of I/O while the keeper runs; without it (the CLI), the
         write happens here, in the caller's thread.
         """
-        accepted = [f for f in facts if self._acceptable(f)]
         with self._lock:
-            news = [f for f in accepted
+            news = [f for f in facts
                     if fact_is_news(self._resolver.learned.get(normalise_model_name(f.model)), f)]
+        # Checked after the news test: a repeat (most requests) costs no validation.
+        news = [f for f in news if self._acceptable(f)]
+        with self._lock:
             if not news:
                 return
             self._pending = (self._pending + news)[-self.max_learned:]
@@ -258,7 +282,7 @@ class CapabilityStore:
                     self._use(trim_learned(self._caps, self.max_learned))
 
     def _write(self, facts: list[LearnedFact]) -> None:
-        spliced: list[int] = []  # how many of `facts` went into the new text
+        spliced: list[list[LearnedFact]] = []  # the facts that went into the new text
         try:
             written = rewrite_file(self._path, lambda text: self._merged(text, facts, spliced))
         except (OSError, UnicodeDecodeError) as exc:  # read-only, disk full, lock timeout
@@ -272,11 +296,23 @@ class CapabilityStore:
         with self._lock:
             self._pending = [f for f in self._pending if f not in facts]
             self._install(updated, written.stat)
-        if written.changed and self._on_written is not None:
-            self._on_written(spliced[-1] if spliced else 0)
+        if not written.changed:
+            return
+        for fact in spliced[-1] if spliced else []:
+            self._log_written(fact)
+        if self._on_written is not None:
+            self._on_written(len(spliced[-1]) if spliced else 0)
+
+    def _log_written(self, fact: LearnedFact) -> None:
+        """One line per fact written: what toolshim changed in a person's file, and why."""
+        fields = ", ".join(f"{name}={value!r}" for name, value in fact.fields.items())
+        self._log.info("%s", f"{self._path}: learned {fact.model!r}: {fields} "
+                       f"(source: {fact.source})",
+                       extra={"record": {"model": fact.model, "fields": dict(fact.fields),
+                                         "source": fact.source}})
 
     def _merged(self, text: str | None, facts: list[LearnedFact],
-                spliced: list[int]) -> str | None:
+                spliced: list[list[LearnedFact]]) -> str | None:
         """The file's new text with `facts` spliced in, or None to leave it alone."""
         text = shipped_text() if text is None else text
         if len(text.encode()) > self.max_bytes:
@@ -304,7 +340,7 @@ class CapabilityStore:
         if done is None:
             return None
         self._last_parsed = done
-        spliced.append(len(good))
+        spliced.append(good)
         return done[0]
 
     def _parse(self, text: str) -> tuple[Capabilities | None, list[Problem]]:

@@ -106,9 +106,10 @@ class ConsoleState:
     def capacity(self) -> int:
         return self._capacity
 
-    def recent(self) -> list[dict[str, Any]]:
-        """The kept requests as JSON-ready dicts, newest first (built only when read)."""
-        return [item.as_json() for item in reversed(self._recent)]
+    def recent(self, *, prompts: bool = False) -> list[dict[str, Any]]:
+        """The kept requests as JSON-ready dicts, newest first (built only when read);
+        kept prompts only when `prompts` (the reader holds an admin key)."""
+        return [item.as_json(prompts=prompts) for item in reversed(self._recent)]
 
     def finished(self, record: RequestRecord, observations: Sequence[Observation],
                  tap: Tap) -> None:
@@ -157,12 +158,12 @@ class _Finished(NamedTuple):
     prompt: dict[str, Any] | None
     weight: int
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, *, prompts: bool = True) -> dict[str, Any]:
         entry = {**vars(self.record), "at": self.at, "changes": list(self.record.changes),
                  "notes": [_note(o) for o in self.observations if o.kind in _NOTE_KINDS]}
         if self.upstream_shown is not None:
             entry["upstream"] = self.upstream_shown
-        if self.prompt is not None:
+        if prompts and self.prompt is not None:
             entry["prompt"] = self.prompt
         return entry
 

@@ -86,9 +86,13 @@ async def requests(request: Request) -> Response:
         limit = int(request.query_params.get("limit", "0")) or None
     except ValueError:
         raise ApiError(400, "limit must be an integer", param="limit") from None
-    items = svc.console.recent()[:limit]
+    # Prompts are other people's conversations: only an admin key (checked by the edge,
+    # middleware.py) reads them; with no admin key configured, nobody does.
+    shown = svc.console.keep_prompts and bool(request.scope["state"].get("admin"))
+    items = svc.console.recent(prompts=shown)[:limit]
     return _json(request, {"capacity": svc.console.capacity,
-                           "prompts_kept": svc.console.keep_prompts, "requests": items})
+                           "prompts_kept": svc.console.keep_prompts, "prompts_shown": shown,
+                           "requests": items})
 
 
 async def bench_tools(request: Request) -> Response:

@@ -21,6 +21,7 @@ from proxy.backends.listing import model_not_found
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.samples import SAMPLE_TOOLS
+from proxy.errors import ApiError
 from proxy.flow.learning import LearnedFact
 
 Send = Callable[[dict[str, Any]], Awaitable[tuple[int, dict[str, str], Any]]]
@@ -134,10 +135,12 @@ BATTERY: tuple[Check, ...] = (
 async def run_battery(model: str, send: Send) -> dict[str, Any]:
     """Run every check against `model` through `send`; the per-check results and rung.
 
-    Raises ApiError 404 model_not_found when every check was answered 404."""
+    Raises ApiError 404 model_not_found when every check was answered 404, and 502
+    when a check failed for the backend's sake (backend_trouble)."""
     results: list[dict[str, Any]] = []
     rungs: Counter[str] = Counter()
     statuses: set[int] = set()
+    answered: list[int] = []
     for check in BATTERY:
         body: dict[str, Any] = {"model": model, "messages": check.messages,
                                 "tools": check.tools, "stream": False}
@@ -145,6 +148,7 @@ async def run_battery(model: str, send: Send) -> dict[str, Any]:
             body["tool_choice"] = check.tool_choice
         status, headers, answer = await send(body)
         statuses.add(status)
+        answered.append(status)
         if headers.get("x-toolshim-rung"):
             rungs[headers["x-toolshim-rung"]] += 1
         results.append({"name": check.name, **_judge(check, status, answer)})
@@ -152,10 +156,21 @@ async def run_battery(model: str, send: Send) -> dict[str, Any]:
         # Not a model that fails every check: one its upstream does not have (an
         # upstream that does not list its models says so only here). Nothing to record.
         raise model_not_found(model)
+    if trouble := [r for r, status in zip(results, answered) if status >= 500]:
+        raise backend_trouble(trouble)
     passed = sum(1 for r in results if r["passed"])
     return {"model": model, "passed": passed, "total": len(results),
             "failed": [r["name"] for r in results if not r["passed"]],
             "rung": rungs.most_common(1)[0][0] if rungs else None, "checks": results}
+
+
+def backend_trouble(failed: list[dict[str, Any]]) -> ApiError:
+    """A check the backend failed (unreachable 502, timeout 504, its own 5xx) says
+    nothing about the model: the run is not recorded, so an earlier score stands and
+    `--min-validation` never turns a model's tools off because a backend was down."""
+    return ApiError(502, "not validated, nothing recorded: the backend failed "
+                    f"{len(failed)} of {len(BATTERY)} checks ({failed[0]['name']}: "
+                    f"{failed[0]['reason']})", code="upstream_unavailable")
 
 
 def _judge(check: Check, status: int, answer: Any) -> dict[str, Any]:

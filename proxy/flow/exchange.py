@@ -7,15 +7,16 @@ go to learning.py and, as facts, to the capability store after the response.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import anyio
 from starlette.requests import Request
 
+from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.tap import Tap
-from proxy.flow.learning import facts_from
+from proxy.flow.learning import LearnedFact, facts_from
 from proxy.observability.redact import Redactor
 from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services
@@ -34,6 +35,8 @@ class Exchange:
     observations: list[Observation] = field(default_factory=list)
     finished: bool = False
     reported: bool = False
+    learned: int = 0
+    """how many of `observations` went to learning already (at the settling)."""
     tap: Tap = field(init=False)
     """what the console sees of this request (a bench capture, a kept prompt)."""
     _redactor: Redactor | None = field(default=None, init=False, repr=False)
@@ -76,6 +79,9 @@ class Exchange:
             self.record.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
             self.record.upstream_ms = round(self.upstream_s * 1000, 3)
             self.record.overhead_ms = round(self.overhead_ms(), 3)
+            # Learned facts take effect before the answer leaves: the client's next
+            # request (sent as soon as it has this answer) must go straight to them.
+            self._learn()
         if report:
             self.report()
 
@@ -87,18 +93,43 @@ class Exchange:
         self.reported = True
         self.svc.telemetry.request_done(self.record, self.observations)
         self.svc.console.finished(self.record, self.observations, self.tap)
-        learn(self.svc, self.observations, self.record.upstream)
+        self._learn()  # what was found after the settling
+
+    def _learn(self) -> None:
+        new, self.learned = self.observations[self.learned:], len(self.observations)
+        learn(self.svc, new, self.record.upstream, self.record.model)
 
 
-def learn(svc: Services, observations: list[Observation], upstream: str | None) -> None:
-    """Turn findings into learned facts and write them after the response."""
+def learn(svc: Services, observations: list[Observation], upstream: str | None,
+          asked: str | None = None) -> None:
+    """Turn findings into learned facts: in force at once, written to the file after.
+
+    `asked`: the model name the client sent, the key a fact about it gets on an
+    upstream that takes names as written."""
     if not observations:
         return
     facts = facts_from(observations, at=now_iso(), upstream=upstream)
+    if facts and upstream and asked and not _tags_names(svc, upstream):
+        facts = [_as_written(fact, asked) for fact in facts]
     if facts:
         store: CapabilityStore = svc.store
-        svc.spawn(anyio.to_thread.run_sync(store.record, facts))
+        if store.writes_in_background():
+            store.record(facts)  # memory only: the store's keeper thread writes the file
+        else:
+            svc.spawn(anyio.to_thread.run_sync(store.record, facts))
         svc.spawn(svc.state.share(facts))  # a no-op alone; the fleet learns it with Redis
+
+
+def _tags_names(svc: Services, upstream: str) -> bool:
+    """Ollama reads `name` as `name:latest`; an upstream known to be another server
+    (set with --upstream-kind, or found at start) takes names as written."""
+    kind = svc.settings.kind_for(upstream) or svc.ollama.kinds.get(upstream, ("unknown", 0))[0]
+    return kind != "openai"
+
+
+def _as_written(fact: LearnedFact, asked: str) -> LearnedFact:
+    same = normalise_model_name(fact.model) == normalise_model_name(asked)
+    return replace(fact, model=asked.strip() if same else fact.model, tag_default=False)
 
 
 def now_iso() -> str:
@@ -110,6 +141,8 @@ def toolshim_headers(ex: Exchange) -> dict[str, str]:
     rec = ex.record
     headers = {"x-request-id": rec.request_id,
                "x-toolshim-overhead-ms": f"{ex.overhead_ms():.2f}"}
+    if rec.model:
+        headers["x-toolshim-model"] = rec.model  # the served model, an alias's target
     if rec.rung:
         headers["x-toolshim-rung"] = rec.rung
     if rec.retries:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from proxy.capabilities.resolve import learned_key
 from proxy.capabilities.schema import PROVENANCE
 from proxy.settings import redact_url
 from proxy.types import Observation
@@ -28,6 +29,15 @@ class LearnedFact:
     at: str
     evidence: str | None = None
     upstream: str | None = None
+    tag_default: bool = True
+    """A new `learned:` key gets Ollama's default tag (`qwen3` -> `qwen3:latest`): true
+    unless the model is served by a server that takes names as written (vLLM,
+    llama.cpp), where `scripted-hermes` and `scripted-hermes:latest` are not one model
+    to a person reading the file or the console."""
+
+    def key(self) -> str:
+        """The key this fact's model gets when it is new under `learned:`."""
+        return learned_key(self.model) if self.tag_default else self.model.strip()
 
 
 # The values capabilities.yaml accepts under drop_tool_choice.

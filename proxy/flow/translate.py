@@ -25,7 +25,7 @@ import orjson
 from proxy.api.hostile import depth_exceeds, may_nest_deeper
 from proxy.backends.sse_frames import UsageCounter
 from proxy.errors import ApiError
-from proxy.formats.detect import THINK_CLOSE, THINK_OPEN
+from proxy.formats.detect import REASONING_TAGS
 from proxy.sse import (
     DONE,
     DONE_FRAME,
@@ -499,7 +499,8 @@ def _starts_reasoning(data: bytes) -> bool | None:
     stripped = text.lstrip() if isinstance(text, str) else ""
     if not stripped:
         return None
-    return any(m.startswith(stripped[:len(m)]) for m in (THINK_OPEN, THINK_CLOSE))
+    # Every marker starts with "<" or "[": most answers are settled by their first character.
+    return stripped[0] in "<[" and any(m.startswith(stripped[:len(m)]) for m in REASONING_TAGS)
 
 
 def plain_content(chunk: dict[str, Any], role_ok: bool = False) -> str | None:

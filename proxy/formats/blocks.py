@@ -19,11 +19,14 @@ from typing import Any
 import orjson
 
 from proxy.formats.base import ParsedCall, ParseResult, remaining_text
+from proxy.formats.detect import REASONING
 from proxy.types import JSON, ToolDef
 
 _FENCE_LINE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*([^\n]*)$", re.MULTILINE)
 _INLINE_CODE = re.compile(r"(?<!`)(`{1,2})(?!`)([^\n]+?)(?<!`)\1(?!`)")
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+# Any family's closed reasoning block (formats.detect.REASONING): markup inside is a thought.
+_THINK = re.compile("|".join(re.escape(o) + ".*?" + re.escape(c) for o, c in REASONING.items()),
+                    re.DOTALL)
 _JSON_INFO = ("json", "json5", "jsonc")
 
 
@@ -44,7 +47,7 @@ def protected_spans(text: str) -> list[tuple[int, int]]:
     """Regions where markup is an example, not a call (code fences, inline code)."""
     spans = _fence_spans(text)
     spans += [(m.start(), m.end()) for m in _INLINE_CODE.finditer(text)]
-    # Reasoning forced open by the prompt (only `</think>` appears) is removed
+    # Reasoning forced open by the prompt (only its close appears) is removed
     # by formats.detect before any format parses; here a lone close tag may
     # well be data inside a call's arguments.
     spans += [(m.start(), m.end()) for m in _THINK.finditer(text)]

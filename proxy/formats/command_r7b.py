@@ -1,9 +1,10 @@
 """Command R7B tool calls (`<|START_ACTION|>[…]<|END_ACTION|>`).
 
-Owns: the action block's JSON list of `{tool_call_id, tool_name, parameters}`,
-removing the `<|START_THINKING|>…<|END_THINKING|>` reasoning block and the
-response markers, which are not prose. Must not: coerce types or execute a
-cut-off list.
+Owns: the action block's JSON list of `{tool_call_id, tool_name, parameters}`
+and removing the response markers, which are not prose. The
+`<|START_THINKING|>…<|END_THINKING|>` reasoning is formats.detect's, like
+every family's: it is gone before any format parses. Must not: coerce types
+or execute a cut-off list.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from proxy.formats.json_scan import decode_arguments, valid_name, wrapped_json_b
 from proxy.types import JSON
 
 _ACTION = ("<|START_ACTION|>", "<|END_ACTION|>")
-_THINKING = ("<|START_THINKING|>", "<|END_THINKING|>")
 _RESPONSE = ("<|START_RESPONSE|>", "<|END_RESPONSE|>")
 
 _INSTRUCTIONS = """\
@@ -42,15 +42,12 @@ def _parts(value: Any) -> list[tuple[ParsedCall, str]] | None:
 
 
 def _parse_at(text: str, at: int, tools: Mapping[str, JSON]) -> Block | None:
-    if text.startswith(_THINKING[0], at):
-        end = text.find(_THINKING[1], at)
-        return Block(at, end + len(_THINKING[1]), ()) if end >= 0 else None
     return wrapped_json_block(text, at, _ACTION, tools, _parts)
 
 
 class CommandR7B(BlockFormat):
     name = "command_r7b"
-    markers: tuple[str, ...] = (_ACTION[0], _THINKING[0])
+    markers: tuple[str, ...] = (_ACTION[0],)
     instructions = _INSTRUCTIONS
     drop = _RESPONSE
 

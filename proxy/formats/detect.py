@@ -18,6 +18,23 @@ from proxy.types import JSON
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
+# Every family's reasoning markers, open -> close: each is `<think>`'s equal (a
+# block is reasoning, a lone close means all before it was, nothing inside is a
+# call). Seed-OSS, Gemma 4 (a channel: `<|channel>thought\n...<channel|>`),
+# MiniMax-M3, Solar Open 2, Kimi K3 (XTML sections), Mistral v13, Command R7B.
+REASONING: dict[str, str] = {
+    THINK_OPEN: THINK_CLOSE,
+    "<seed:think>": "</seed:think>",
+    "<|channel>": "<channel|>",
+    "<mm:think>": "</mm:think>",
+    "<|think:start|>": "<|think:end|>",
+    "<|open|>think<|sep|>": "<|close|>think<|sep|>",
+    "[THINK]": "[/THINK]",
+    "<|START_THINKING|>": "<|END_THINKING|>",
+}
+THINK_OPENS = tuple(REASONING)
+THINK_CLOSES = tuple(dict.fromkeys(REASONING.values()))
+REASONING_TAGS = THINK_OPENS + THINK_CLOSES
 # Kimi K2 Thinking may skip `</think>` and go straight to its tool section
 # (kimi-k2-005, vLLM PR #32216): the section marker ends the reasoning, but
 # only when no `</think>` follows it (before one, it is a thought or a mention).
@@ -25,42 +42,75 @@ THINK_BREAKERS = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
 _WHOLE_FENCE = re.compile(r"\A\s*(`{3,}|~{3,})[^\n`]*\n(.*)\n[ \t]*\1[ \t]*\s*\Z", re.DOTALL)
 
 
+@functools.lru_cache(maxsize=64)
+def tags_pattern(tags: tuple[str, ...]) -> re.Pattern[str]:
+    """One search for any of tags (longest first): per-chunk work stays one pass."""
+    return re.compile("|".join(re.escape(t) for t in sorted(tags, key=len, reverse=True)))
+
+
+_ANY_TAG = tags_pattern(REASONING_TAGS)
+_ANY_OPEN = tags_pattern(THINK_OPENS)
+
+
+def first_tag(text: str, start: int = 0) -> tuple[int, str] | None:
+    """Where the first reasoning marker (open or close, any family) at or after start is."""
+    found = _ANY_TAG.search(text, start)
+    return (found.start(), found.group()) if found else None
+
+
+def orphan_close(text: str) -> int | None:
+    """Past a close marker that no open marker precedes (thinking forced open by the
+    prompt: all before it is reasoning); None when the first marker opens, or none."""
+    found = first_tag(text)
+    return found[0] + len(found[1]) if found and found[1] not in REASONING else None
+
+
+def opener_at(text: str, pos: int = 0) -> str | None:
+    """The reasoning open marker text[pos:] starts with, if any."""
+    return next((o for o in THINK_OPENS if text.startswith(o, pos)), None)
+
+
 @dataclass(slots=True)
 class TagWatch:
-    """Watches a stream of deltas for any of `tags` (each begins with `<`), which may
-    be split across deltas: `seen(delta)` says whether one completes in it. Keeps the
-    end of the text so far only while it holds a `<`, so most deltas cost one test.
-    Compared by value (a parser's state is)."""
+    """Watches a stream of deltas for any of `tags` (each begins with `<` or `[`),
+    which may be split across deltas: `seen(delta)` says whether one completes in it.
+    Keeps the end of the text so far only while it holds a tag's first character, so
+    most deltas cost a test or two. Compared by value (a parser's state is)."""
 
     tags: tuple[str, ...]
     tail: str = ""
     keep: int = field(init=False)
+    firsts: tuple[str, ...] = field(init=False)
+    pattern: re.Pattern[str] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.keep = max(len(tag) for tag in self.tags) - 1
+        self.firsts = tuple(sorted({tag[0] for tag in self.tags}))
+        self.pattern = tags_pattern(self.tags)
 
     def seen(self, delta: str) -> bool:
-        if not self.tail and "<" not in delta:
+        if not self.tail and not any(first in delta for first in self.firsts):
             return False
         text = self.tail + delta
         tail = text[-self.keep :]
-        self.tail = tail if "<" in tail else ""
-        return any(tag in text for tag in self.tags)
+        self.tail = tail if any(first in tail for first in self.firsts) else ""
+        return self.pattern.search(text) is not None
 
     def would_see(self, delta: str) -> bool:
         """What `seen(delta)` would answer, without keeping anything. Pure."""
-        if not self.tail and "<" not in delta:
+        if not self.tail and not any(first in delta for first in self.firsts):
             return False
-        text = self.tail + delta
-        return any(tag in text for tag in self.tags)
+        return self.pattern.search(self.tail + delta) is not None
 
 
-def think_end(text: str, start: int) -> tuple[int, int] | None:
+def think_end(text: str, start: int, closes: tuple[str, ...] = THINK_CLOSES
+              ) -> tuple[int, int] | None:
     """(where reasoning content ends, where the text resumes) after an open tag at start:
-    the close tag, else a Kimi section marker (a block left unclosed, kimi-k2-005)."""
-    close = text.find(THINK_CLOSE, start)
-    if close >= 0:
-        return close, close + len(THINK_CLOSE)
+    the first of its close tags, else a Kimi section marker (a block left unclosed,
+    kimi-k2-005)."""
+    close = tags_pattern(closes).search(text, start)
+    if close is not None:
+        return close.start(), close.end()
     breaker = first_breaker(text, start)
     return None if breaker is None else (breaker, breaker)
 
@@ -72,20 +122,18 @@ def first_breaker(text: str, start: int = 0) -> int | None:
 
 
 def split_reasoning(text: str) -> list[tuple[str, bool]]:
-    """The reply as (piece, is_reasoning) pieces; a think block runs to its close
-    tag, else a Kimi section marker, else the end of the text. Before an orphan close
-    (thinking forced open by the prompt: only `</think>` appears), all is reasoning."""
+    """The reply as (piece, is_reasoning) pieces; a reasoning block runs to its close
+    marker, else a Kimi section marker, else the end of the text. Before an orphan close
+    (thinking forced open by the prompt: only the close appears), all is reasoning."""
     pieces: list[tuple[str, bool]] = []
-    pos = 0
-    close = text.find(THINK_CLOSE)
-    if close >= 0 and not 0 <= text.find(THINK_OPEN) < close:
-        pos = close + len(THINK_CLOSE)
+    pos = orphan_close(text) or 0
+    if pos:
         pieces.append((text[:pos], True))
-    while (opened := text.find(THINK_OPEN, pos)) >= 0:
-        pieces.append((text[pos:opened], False))
-        end = think_end(text, opened + len(THINK_OPEN))
+    while (opened := _ANY_OPEN.search(text, pos)) is not None:
+        pieces.append((text[pos : opened.start()], False))
+        end = think_end(text, opened.end(), (REASONING[opened.group()],))
         stop = end[1] if end is not None else len(text)
-        pieces.append((text[opened:stop], True))
+        pieces.append((text[opened.start() : stop], True))
         pos = stop
     pieces.append((text[pos:], False))
     return [(piece, reasoning) for piece, reasoning in pieces if piece]
@@ -159,7 +207,8 @@ _OPEN_ENDED = frozenset({"<|START_THINKING|>", "<|python_tag|>", "<|python_start
 # a JSON value, a tag (MiniMax-M3's led by its `]<]minimax[>[`), a quoted name or a
 # fence; or a word, handled apart: an offered tool's name (GLM-4.5, Mistral v11,
 # `<function=name>`) or `function` (DeepSeek V3's `function<sep>`, Kimi's
-# `functions.name:0`, GigaChat's `function call` header).
+# `functions.name:0`, GigaChat's `function call` header) or `call:` (Gemma 4,
+# FunctionGemma).
 _CALL_OPENERS = frozenset("{[<\"'`~(]")
 
 
@@ -174,7 +223,7 @@ def opens_nothing(marker: str, after: str, tools: Iterable[str]) -> bool:
         return False
     # `word.startswith(rest)`: the text ends inside what may become the word.
     return not any(rest.startswith(word) or word.startswith(rest)
-                   for word in (*tools, "function"))
+                   for word in (*tools, "function", "call:"))
 _GENERIC_START = re.compile(r"(?m)^[ \t]*([{\[]|```|~~~)")
 
 

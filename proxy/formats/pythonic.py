@@ -119,6 +119,19 @@ def call_list(source: str, bare: bool = False) -> list[tuple[ParsedCall, str]] |
         return None
 
 
+def call_lines(source: str) -> list[tuple[ParsedCall, str]] | None:
+    """Calls (with their source text) of Python statements that are each one call
+    (OLMo 3 writes one per line); None if any statement is anything else."""
+    try:
+        body = ast.parse(source.strip(), mode="exec").body
+        if not body or not all(isinstance(s, ast.Expr) for s in body):
+            return None
+        nodes = [s.value for s in body if isinstance(s, ast.Expr)]
+        return [(_call(node), _segment_of(source.strip(), node)) for node in nodes]
+    except (_NotLiteral, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def _segment(text: str, pos: int, tagged: bool) -> tuple[int, bool] | None:
     """End of the list (or of a bare call after the tag) starting at pos."""
     if pos < len(text) and text[pos] == "[":

@@ -18,16 +18,19 @@ from proxy.formats import FORMATS, format_order
 from proxy.formats.base import ParsedCall, ParseResult, TextFormat
 from proxy.formats.detect import (
     GENERIC_MARKERS,
+    REASONING,
+    REASONING_TAGS,
     THINK_BREAKERS,
-    THINK_CLOSE,
-    THINK_OPEN,
+    THINK_CLOSES,
     TagWatch,
     controls_of,
     drop_controls,
     first_breaker,
+    first_tag,
     marker_set,
+    opener_at,
     opens_nothing,
-    partial_suffix,
+    orphan_close,
     recover_with,
     think_end,
 )
@@ -66,11 +69,12 @@ class StreamRecovery:
         # Deltas that cannot change anything yet (feed), joined into _buf when they can.
         self._pending: list[str] = []
         self._pending_size = 0
-        self._tags = TagWatch((THINK_OPEN, THINK_CLOSE))  # while undecided
+        self._tags = TagWatch(REASONING_TAGS)  # while undecided
         self._line = ""  # prose sent since the last newline: context for the parsers
         self._holding = False
         self._retry_at = 0
         self._in_think = False
+        self._closes = THINK_CLOSES  # what ends the reasoning block we are in
         # Inside `<think>`, held from a Kimi section marker on: the text up to a
         # close tag is reasoning; at the end of the answer, it is a tool section
         # (kimi-k2-005). The last characters seen, for a close split across deltas.
@@ -112,12 +116,12 @@ class StreamRecovery:
         before it reasoning, kept verbatim and not searched (a held block included);
         prose before it that has gone on was right as it was."""
         self._undecided = False
-        close, opened = self._buf.find(THINK_CLOSE), self._buf.find(THINK_OPEN)
-        if close < 0 or 0 <= opened < close:
+        end = orphan_close(self._buf)
+        if end is None:
             return []
         self._holding, self._retry_at, self._fence = False, 0, None
         self._line, self._at_start = "", False  # the answer starts after it (recover)
-        return self._reasoning(close + len(THINK_CLOSE))
+        return self._reasoning(end)
 
     def _join(self, delta: str = "") -> None:
         if self._pending:
@@ -236,22 +240,20 @@ class StreamRecovery:
         return out
 
     def _decide(self) -> bool:
-        close, opened = self._buf.find(THINK_CLOSE), self._buf.find(THINK_OPEN)
-        if close >= 0 and (opened < 0 or opened > close):
-            self._buf = self._buf[close + len(THINK_CLOSE) :]
-        elif opened < 0:
+        if first_tag(self._buf) is None:
             return False
+        self._buf = self._buf[orphan_close(self._buf) or 0 :]
         self._undecided = False
         return True
 
     def _think_step(self) -> list[Item]:
-        end = think_end(self._buf, 0)
+        end = think_end(self._buf, 0, self._closes)
         if end is None:
-            keep = len(self._buf) - partial_suffix(self._buf, (THINK_CLOSE, *THINK_BREAKERS))
-            return self._reasoning(keep)
+            tail = marker_set((*self._closes, *THINK_BREAKERS)).partial_suffix(self._buf)
+            return self._reasoning(len(self._buf) - tail)
         if end[0] == end[1]:
             # A section marker: hold from it until a close tag or the end decides.
-            self._section = TagWatch((THINK_CLOSE,))
+            self._section = TagWatch(self._closes)
             self._section.seen(self._buf)  # no close in it (think_end): its tail only
             return self._reasoning(end[0])
         self._in_think, self._section = False, None
@@ -277,8 +279,9 @@ class StreamRecovery:
         start, kind = self._next_start()
         out = self._text(self._buf[:start], cut=start)
         if kind == "think":
-            self._in_think = True
-            out += self._reasoning(len(THINK_OPEN))
+            opener = opener_at(self._buf) or ""
+            self._in_think, self._closes = True, (REASONING[opener],)
+            out += self._reasoning(len(opener))
         elif kind == "control":
             # Markup, never content: dropped where it stands (recover_with does the same).
             hit = self._marker_set.first(self._buf)
@@ -308,7 +311,7 @@ class StreamRecovery:
                 found.append((0, lead))
         hit = self._marker_set.first(buf)
         if hit is not None:
-            kind = "think" if hit[1] == THINK_OPEN else "marker"
+            kind = "think" if hit[1] in REASONING else "marker"
             found.append((hit[0], "control" if hit[1] in self._controls else kind))
         source = self._line + buf
         # The prose already sent on this line (up to _CONTEXT chars, no newline) can
@@ -323,7 +326,10 @@ class StreamRecovery:
         if partial is not None and partial.start(1) >= len(self._line):
             found.append((partial.start(1) - len(self._line), "partial"))
         found.append((len(buf) - self._marker_set.partial_suffix(buf), "partial"))
-        return min(found)
+        first = min(found)
+        if hit is not None and hit[0] == first[0] and hit[1] in REASONING:
+            return hit[0], "think"  # `[THINK]` also starts a line with `[`: reasoning wins
+        return first
 
     def _lead(self, buf: str) -> str | None:
         """At the answer's start, whether buf begins Functionary v3.2's first line:
@@ -469,7 +475,7 @@ def _formats_and_markers(
     order = tuple(format_order(preferred))
     markers = {m for fmt in order for m in fmt.markers if m not in GENERIC_MARKERS}
     controls = frozenset(controls_of(order)) - markers
-    everything = markers | controls | {THINK_OPEN}
+    everything = markers | controls | set(REASONING)
     return order, tuple(sorted(everything, key=len, reverse=True)), controls
 
 

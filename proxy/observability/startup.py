@@ -1,25 +1,27 @@
 """What toolshim says when it starts: one line with everything a person checks first.
 
 The line names the listen address, each upstream, the capabilities file and
-how many entries it holds, and whether auth is on (never a key). What kind of
+how many entries it holds, and whether auth is on (never a key); the CLI binds
+its socket before, so the line is never followed by a bind error. What kind of
 server each upstream is and its version is asked in the background, with a
-short timeout, and logged once known: start never waits for a backend.
+short timeout, and logged once known (backends/identity.py; the answer is
+shared with the Ollama adapter); none answering is a warning. Start never waits
+for a backend.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
-from typing import Any
 
 import httpx
-import orjson
 
-from proxy.backends.upstream import Upstream
+from proxy.backends.identity import identify
+from proxy.backends.ollama import OllamaState
+from proxy.backends.upstream import Upstream, fetch_listing
 from proxy.capabilities.schema import Capabilities
 from proxy.settings import Settings, redact_url
-
-_ASK_TIMEOUT = 1.0
 
 
 def freeze_startup_heap() -> None:
@@ -52,40 +54,26 @@ def startup_line(settings: Settings, caps: Capabilities, log: logging.Logger) ->
                                "capability_entries": entries, "auth": bool(settings.api_keys)}})
 
 
-async def log_upstream_kind(upstream: Upstream, log: logging.Logger) -> None:
-    """Best effort: 'upstream URL is ollama 0.12.3'; silent when the server can't say."""
+async def announce_upstreams(state: OllamaState, upstreams: list[Upstream],
+                             settings: Settings, log: logging.Logger) -> None:
+    """Each upstream's kind, logged once known; one warning when none of them answers
+    (every request would fail until one does, and a person should hear why now)."""
+    answered = await asyncio.gather(*(_announce(state, u, settings, log) for u in upstreams))
+    if upstreams and not any(answered):
+        names = [redact_url(u.root) for u in upstreams]
+        log.warning("no upstream answered at start: %s (requests fail with 502 until one "
+                    "does)", ", ".join(names), extra={"record": {"upstreams": names}})
+
+
+async def _announce(state: OllamaState, upstream: Upstream, settings: Settings,
+                    log: logging.Logger) -> bool:
+    if settings.kind_for(upstream.root) is not None:  # a set kind is not asked about
+        return await fetch_listing(upstream) is not None
     try:
-        kind = await identify(upstream.client, upstream.root)
+        kind = await identify(state, upstream, settings.probe_timeout)
     except httpx.HTTPError:
-        return
+        return False
     if kind:
         log.info("upstream %s is %s", redact_url(upstream.root), kind,
                  extra={"record": {"upstream": redact_url(upstream.root), "kind": kind}})
-
-
-async def identify(client: httpx.AsyncClient, root: str) -> str | None:
-    """Ollama answers /api/version, vLLM /version, llama.cpp /props (its build)."""
-    version = await _field(client, f"{root}/api/version", "version")
-    if version:
-        return f"ollama {version}"
-    version = await _field(client, f"{root}/version", "version")
-    if version:
-        return f"vllm {version}"
-    build = await _field(client, f"{root}/props", "build_info")
-    return f"llama.cpp {build}" if build else None
-
-
-async def _field(client: httpx.AsyncClient, url: str, name: str) -> str | None:
-    found = await _json(client, url)
-    value = found.get(name) if isinstance(found, dict) else None
-    return value if isinstance(value, str) and len(value) < 100 else None
-
-
-async def _json(client: httpx.AsyncClient, url: str) -> Any:
-    response = await client.get(url, timeout=_ASK_TIMEOUT)
-    if response.status_code != 200:
-        return None
-    try:
-        return orjson.loads(response.content)
-    except orjson.JSONDecodeError:
-        return None
+    return kind is not None

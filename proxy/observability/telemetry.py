@@ -23,6 +23,9 @@ class RequestRecord:
     request_id: str
     endpoint: str
     model: str | None = None
+    """the model that served the request (an alias's target)."""
+    alias: str | None = None
+    """the name the client asked for, when an alias mapped it to `model`."""
     upstream: str | None = None
     status: int = 0
     stream: bool = False

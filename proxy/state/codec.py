@@ -63,6 +63,9 @@ def encode(fact: LearnedFact, replica: str) -> bytes:
         "evidence": fact.evidence[:_MAX_EVIDENCE] if fact.evidence else fact.evidence,
         # Credentials in an upstream URL stay in this replica.
         "upstream": redact_url(fact.upstream) if fact.upstream else None,
+        # Whether the key takes Ollama's `:latest`: the learning replica knew the
+        # upstream's kind, the receiving one may not have asked it yet.
+        "tag": fact.tag_default,
         "replica": replica})
 
 
@@ -80,7 +83,7 @@ def decode(raw: bytes | str) -> SharedFact:
     fact = LearnedFact(
         model=_text(data, "model"), fields=_fields(data), source=_source(data),
         at=_text(data, "at"), evidence=_optional(data, "evidence"),
-        upstream=_optional(data, "upstream"))
+        upstream=_optional(data, "upstream"), tag_default=data.get("tag") is not False)
     try:
         LearnedEntry.model_validate(merge_fact(None, fact))
     except ValidationError as exc:

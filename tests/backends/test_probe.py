@@ -55,6 +55,10 @@ COMPLETION = httpx.Response(200, json={
 })
 
 
+LISTING_M = httpx.Response(200, json={"object": "list", "data": [
+    {"id": "m", "object": "model", "created": 1, "owned_by": "me"}]})
+
+
 @pytest.mark.parametrize(
     ("url", "root"),
     [(ROOT, ROOT), (ROOT + "/", ROOT), (ROOT + "/v1", ROOT), (ROOT + "/v1/", ROOT)],
@@ -204,8 +208,11 @@ async def test_cli_all_models_prints_and_records(tmp_path: Path) -> None:
     out = io.StringIO()
     assert await run_probe_cli([], [ROOT + "/v1"], str(path), True, out) == 0
     assert out.getvalue().splitlines() == [
-        "qwen3:8b: tools native (probe: /api/show capabilities: [completion, tools])",
-        "gemma3:4b: tools off (probe: /api/show capabilities: [completion])",
+        ("qwen3:8b: tools native (probe: /api/show capabilities: [completion, tools]); "
+         "toolshim uses: native"),
+        # What it found, and what the proxy does: the shipped "gemma3:*" entry wins.
+        ("gemma3:4b: tools off (probe: /api/show capabilities: [completion]); "
+         "toolshim uses: emulate"),
     ]
     caps, problems = parse_capabilities(path.read_text(), str(path))
     assert caps is not None, problems
@@ -216,6 +223,7 @@ async def test_cli_all_models_prints_and_records(tmp_path: Path) -> None:
 
 @respx.mock
 async def test_cli_model_not_found_exits_4_and_records_nothing(tmp_path: Path) -> None:
+    respx.get(f"{ROOT}/v1/models").mock(return_value=httpx.Response(500))  # no list: ask
     respx.post(f"{ROOT}/api/show").mock(return_value=not_found("nosuch:latest"))
     respx.post(f"{ROOT}/v1/chat/completions").mock(return_value=httpx.Response(
         404, json={"error": {"message": "model 'nosuch' not found", "type": "not_found_error",
@@ -238,6 +246,7 @@ async def test_cli_model_not_found_exits_4_and_records_nothing(tmp_path: Path) -
 ])
 async def test_cli_says_what_happened_with_its_own_exit_code(
         tmp_path: Path, failure: httpx.Response | Exception, code: int, text: str) -> None:
+    respx.get(f"{ROOT}/v1/models").mock(side_effect=[failure])
     respx.post(f"{ROOT}/api/show").mock(side_effect=[failure])
     respx.post(f"{ROOT}/v1/chat/completions").mock(side_effect=[failure, failure])
     out = io.StringIO()
@@ -262,10 +271,13 @@ async def test_cli_tries_next_upstream(tmp_path: Path) -> None:
     respx.post(f"{ROOT}/v1/chat/completions").mock(side_effect=httpx.ConnectError("no"))
     respx.post(f"{other}/api/show").mock(return_value=httpx.Response(404, text="Not Found"))
     respx.post(f"{other}/v1/chat/completions").mock(return_value=COMPLETION)
+    respx.get(f"{ROOT}/v1/models").mock(side_effect=httpx.ConnectError("no"))
+    respx.get(f"{other}/v1/models").mock(return_value=LISTING_M)
     out = io.StringIO()
     path = tmp_path / "c.yaml"
     assert await run_probe_cli(["m"], [ROOT, other + "/v1"], str(path), False, out) == 0
-    assert out.getvalue() == "m: tools native (probe: chat request with one tool: 200)\n"
+    assert out.getvalue() == \
+        "m: tools native (probe: chat request with one tool: 200); toolshim uses: native\n"
     caps, _ = parse_capabilities(path.read_text(), str(path))
     assert caps is not None and caps.learned["m:latest"].upstream == other
 
@@ -276,3 +288,33 @@ async def test_cli_unlistable_upstream_says_why(tmp_path: Path) -> None:
     out = io.StringIO()
     assert await run_probe_cli([], [ROOT], str(tmp_path / "c.yaml"), True, out) == 3
     assert out.getvalue() == f"{ROOT}: cannot list models: upstream unreachable ({ROOT})\n"
+
+
+@respx.mock
+@pytest.mark.parametrize("model", ["nope", "nope:latest", "M"])
+async def test_cli_a_model_no_upstream_lists_exits_4_and_records_nothing(
+        tmp_path: Path, model: str) -> None:
+    """llama-cpp-python answers any name with its own model: the list is asked first."""
+    other = "http://llama.test:8000"
+    respx.get(f"{ROOT}/v1/models").mock(return_value=LISTING_M)
+    respx.get(f"{other}/v1/models").mock(return_value=LISTING_M)
+    chat = respx.post(f"{other}/v1/chat/completions").mock(return_value=COMPLETION)
+    path = tmp_path / "c.yaml"
+    out = io.StringIO()
+    assert await run_probe_cli([model], [ROOT, other], str(path), False, out) == 4
+    assert out.getvalue() == \
+        f"{model}: not found: no upstream lists it ({ROOT}, {other}); nothing recorded\n"
+    assert not chat.called and not path.exists()
+
+
+@respx.mock
+async def test_cli_probes_only_where_the_model_is_listed(tmp_path: Path) -> None:
+    other = "http://llama.test:8000"
+    respx.get(f"{ROOT}/v1/models").mock(return_value=httpx.Response(200, json={
+        "object": "list", "data": [{"id": "qwen3:8b", "object": "model", "owned_by": "x"}]}))
+    respx.get(f"{other}/v1/models").mock(return_value=LISTING_M)
+    respx.post(f"{other}/api/show").mock(return_value=httpx.Response(404, text="Not Found"))
+    respx.post(f"{other}/v1/chat/completions").mock(return_value=COMPLETION)
+    out = io.StringIO()
+    assert await run_probe_cli(["m"], [ROOT, other], str(tmp_path / "c.yaml"), False, out) == 0
+    assert out.getvalue().startswith("m: tools native (probe: chat request with one tool")

@@ -62,6 +62,13 @@ ENUMS: dict[str, set[str]] = {
         "glm45",
         "minimax_m2",
         "json_block",
+        # The 2026 families, grouped.
+        "gemma4",
+        "functiongemma",
+        "olmo3",
+        "seed_oss",
+        "step3",
+        "longcat",
         # The 2026 families, second group.
         "gigachat3",
         "kimi_k3",
@@ -220,6 +227,14 @@ EXPECTED: dict[str, dict[str, object]] = {
     "NousResearch/Hermes-2-Pro-Mistral-7B": {"tool_format": "hermes"},
     "some-org/unknown-model-7b": {"tool_format": None, "tools": None},
     "google/gemma-2-9b-it": {"tool_format": "pythonic", "system_role": False},
+    # The 2026 families, grouped.
+    "gemma4:e4b": {"tool_format": "gemma4"},
+    "functiongemma:270m": {"tool_format": "functiongemma"},
+    "olmo-3:7b": {"tool_format": "olmo3"},
+    "seed-oss:36b": {"tool_format": "seed_oss"},
+    "step3:321b": {"tool_format": "step3"},
+    "step3.5-flash:cloud": {"tool_format": None},
+    "longcat-flash:latest": {"tool_format": "longcat"},
     # The 2026 families, second group.
     "gigachat3:10b": {"tool_format": "gigachat3"},
     "gigachat3.1:702b": {"tool_format": "gigachat3"},

@@ -126,7 +126,7 @@ def test_the_ring_is_bounded_in_bytes_when_prompts_are_kept() -> None:
     big = "p" * 200_000  # under the per-prompt cap, so each entry keeps it whole
     for n in range(400):  # 80 MB of prompts offered
         state.finished(_record(n), [], _prompted(big))
-    kept = state.recent()
+    kept = state.recent(prompts=True)
     assert state.bytes <= 32 * 1024 * 1024 and 100 < len(kept) < 200
     assert kept[0]["request_id"] == "id399" and kept[0]["prompt"]["messages"][0]["content"] == big
 
@@ -134,6 +134,6 @@ def test_the_ring_is_bounded_in_bytes_when_prompts_are_kept() -> None:
 def test_a_huge_prompt_is_kept_as_a_note_of_its_size() -> None:
     state = ConsoleState(10, keep_prompts=True)
     state.finished(_record(1), [], _prompted("h" * 3_000_000))
-    prompt = state.recent()[0]["prompt"]
+    prompt = state.recent(prompts=True)[0]["prompt"]
     assert "messages" not in prompt and "bytes" in prompt["omitted"]
     assert state.bytes < 10_000

@@ -163,12 +163,30 @@ async def test_requests_keeps_the_last_n_without_prompts(
     assert counters["qwen3:8b"]["p50_overhead_ms"] is not None
 
 
-async def test_requests_keep_prompts_only_with_log_prompts(
+async def test_requests_keep_prompts_only_with_log_prompts_and_show_them_to_admins(
         console: Callable[..., Any]) -> None:
-    http = await console(log_prompts=True)
-    await http.post("/v1/chat/completions", json=_chat("qwen3:8b"))
-    entry = (await http.get("/admin/requests")).json()["requests"][0]
+    admin = {"authorization": "Bearer sk-admin-5678"}
+    http = await console(log_prompts=True, api_keys=(KEY,), admin_keys=("sk-admin-5678",))
+    await http.post("/v1/chat/completions", json=_chat("qwen3:8b"), headers=AUTH)
+    shown = (await http.get("/admin/requests", headers=admin)).json()
+    assert shown["prompts_shown"] and shown["prompts_kept"]
+    entry = shown["requests"][0]
     assert entry["prompt"]["messages"] == [{"role": "user", "content": "hi there"}]
+
+
+async def test_no_admin_key_configured_means_nobody_reads_prompts(
+        console: Callable[..., Any]) -> None:
+    """A client key (or, with no keys, anyone) opens /admin/requests, but not the prompts
+    of other clients' conversations in it."""
+    for keys in ((), (KEY,)):
+        http = await console(log_prompts=True, api_keys=keys)
+        await http.post("/v1/chat/completions", json=_chat("qwen3:8b"), headers=AUTH)
+        got = await http.get("/admin/requests", headers=AUTH)
+        assert got.status_code == 200
+        body = got.json()
+        assert body["prompts_kept"] and not body["prompts_shown"]
+        assert body["requests"] and all("prompt" not in e for e in body["requests"])
+        assert b"hi there" not in got.content
 
 
 async def test_bench_shows_the_rewrite_upstream_and_the_client_view(

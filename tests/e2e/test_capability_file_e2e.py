@@ -92,15 +92,18 @@ def test_fact_learned_while_the_file_is_invalid_is_written_once_it_is_fixed(
         make_settings: Callable[..., Settings], caps_path: Path) -> None:
     broken = PERSON + "  oops: [\n"
     caps_path.write_text(broken)
+    # Not a shipped family: a broken file at start serves the shipped entries, and
+    # gemma3's there is `emulate` (no refusal to learn from).
+    fake.add_model("refuser:1b", tools=False)
     with serve(create_app(make_settings(probe=False, reload_interval=0.05))) as url:
         raw = new_sdk(url).chat.completions.with_raw_response.create(
-            model="gemma3:4b", messages=MSG, tools=TOOLS)
+            model="refuser:1b", messages=MSG, tools=TOOLS)
         assert raw.headers["x-toolshim-rung"] == "emulate"
         time.sleep(0.3)
         assert caps_path.read_text() == broken  # never clobbered
         assert _facts_written(url) == 0  # nothing written yet, so nothing counted
         replace_text(caps_path, PERSON)  # the person fixes it; no request follows
-        _wait_for(lambda: "gemma3:4b" in _learned(caps_path))
+        _wait_for(lambda: "refuser:1b" in _learned(caps_path))
         assert caps_path.read_text().startswith(PERSON)
         _wait_for(lambda: _facts_written(url) == 1)
 

@@ -41,7 +41,7 @@ def _read_all(sock: socket.socket) -> tuple[bytes, float]:
 
 def test_headers_that_never_finish_get_a_408_and_the_connection_closes(slow_ok: str) -> None:
     with _connect(slow_ok) as sock:
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Ty")
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Ty")
         answer, waited = _read_all(sock)
     assert answer.startswith(b"HTTP/1.1 408"), answer
     assert b'"code":"client_timeout"' in answer
@@ -51,7 +51,7 @@ def test_headers_that_never_finish_get_a_408_and_the_connection_closes(slow_ok: 
 def test_a_kept_alive_connection_that_starts_a_second_request_and_stalls_is_cut(
         slow_ok: str) -> None:
     with _connect(slow_ok) as sock:
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         first = b""
         while not first.endswith(b'{"status":"ok"}'):
             first += sock.recv(65536)
@@ -64,7 +64,7 @@ def test_a_kept_alive_connection_that_starts_a_second_request_and_stalls_is_cut(
 
 def test_a_body_that_never_finishes_gets_a_408(slow_ok: str) -> None:
     with _connect(slow_ok) as sock:
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
                      b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"mod")
         answer, waited = _read_all(sock)
     assert answer.startswith(b"HTTP/1.1 408"), answer
@@ -87,7 +87,7 @@ def test_a_client_leaving_mid_body_is_a_499_at_info(
     # Both routes share one error tail (api/failures.answer_or_error).
     caplog.set_level(logging.INFO)
     with _connect(proxy_url) as sock:
-        sock.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\n"
+        sock.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: localhost\r\n"
                      b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"mod")
         time.sleep(0.2)
     deadline = time.monotonic() + 5
@@ -105,10 +105,10 @@ def _lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 
 @pytest.mark.parametrize("request_bytes", [
     # a chunked body whose chunk size is not hex
-    (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    (b"POST /v1/chat/completions HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n"
      b"transfer-encoding: chunked\r\n\r\nzz\r\nabc\r\n"),
     # content-length and transfer-encoding at once (a request smuggling shape)
-    (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n"
+    (b"POST /v1/chat/completions HTTP/1.1\r\nhost: localhost\r\ncontent-length: 3\r\n"
      b"transfer-encoding: chunked\r\n\r\n0\r\n\r\n"),
     b"NOT HTTP AT ALL\r\n\r\n",
 ])

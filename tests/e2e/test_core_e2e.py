@@ -132,6 +132,8 @@ def test_body_over_limit_is_413(new_sdk: Callable[..., openai.OpenAI],
             sdk.chat.completions.create(model="qwen3:8b",
                                         messages=[{"role": "user", "content": "x" * 5000}])
     assert info.value.status_code == 413
+    # The one who reads it may be the one who runs toolshim: the answer names the knob.
+    assert "--max-body-bytes" in info.value.message
 
 
 def test_unreachable_upstream_is_502(new_sdk: Callable[..., openai.OpenAI],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from ruamel.yaml import YAML
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply
+from support.inprocess import InProcessApps
 from support.servers import serve
 
 from proxy.app import create_app
@@ -174,3 +176,74 @@ def test_a_persons_fallback_decides_for_a_model_learned_before_and_after(
         raw = sdk.chat.completions.with_raw_response.create(model="gemma3:1b", messages=MSG,
                                                             tools=TOOLS)
         assert raw.headers["x-toolshim-rung"] == "emulate"
+
+
+def _read(answer: Any) -> None:
+    if isinstance(answer, openai.Stream):
+        list(answer)
+
+
+def test_a_learned_refusal_applies_to_the_very_next_request(
+        new_sdk: Callable[..., openai.OpenAI], fake: FakeOllama,
+        make_settings: Callable[..., Settings]) -> None:
+    """No waiting between the requests: the second goes straight to the learned rung,
+    for every model, streamed or not (the fact is in force before the answer leaves)."""
+    names = [f"refuser-{i}:1b" for i in range(6)]
+    for name in names:
+        fake.add_model(name, tools=False)
+    with serve(create_app(make_settings(probe=False))) as url:
+        sdk = new_sdk(url)
+        for i, name in enumerate(names):
+            stream = bool(i % 2)
+            calls = len(fake.chat_requests())
+            first = sdk.chat.completions.with_raw_response.create(
+                model=name, messages=MSG, tools=TOOLS, stream=stream)
+            _read(first.parse())  # as a client does: the whole answer, then the next
+            assert first.headers["x-toolshim-retries"] == "1"
+            assert len(fake.chat_requests()) == calls + 2
+            second = sdk.chat.completions.with_raw_response.create(
+                model=name, messages=MSG, tools=TOOLS, stream=stream)
+            _read(second.parse())
+            assert "x-toolshim-retries" not in second.headers, name
+            assert len(fake.chat_requests()) == calls + 3
+            assert "tools" not in fake.chat_requests()[-1]
+
+
+async def test_the_next_request_in_process_goes_straight_to_the_learned_rung(
+        fake: FakeOllama, make_settings: Callable[..., Settings]) -> None:
+    """In process the answer is back the moment the app returns: the fact must be in
+    force by then, not in a thread that has yet to run."""
+    apps = InProcessApps(make_settings)
+    http = await apps.open()
+    try:
+        aclient = openai.AsyncOpenAI(base_url="http://toolshim/v1", api_key="unused",
+                                     http_client=http, max_retries=0)
+        await _refused_then_straight(aclient, fake)
+    finally:
+        await apps.close()
+
+
+async def _refused_then_straight(aclient: openai.AsyncOpenAI, fake: FakeOllama) -> None:
+    first = await aclient.chat.completions.with_raw_response.create(
+        model="gemma3:4b", messages=MSG, tools=TOOLS)
+    assert first.headers["x-toolshim-retries"] == "1"
+    calls = len(fake.chat_requests())
+    second = await aclient.chat.completions.with_raw_response.create(
+        model="gemma3:4b", messages=MSG, tools=TOOLS)
+    assert "x-toolshim-retries" not in second.headers
+    assert len(fake.chat_requests()) == calls + 1
+
+
+def test_each_fact_written_is_one_info_line(
+        caplog: pytest.LogCaptureFixture, new_sdk: Callable[..., openai.OpenAI],
+        fake: FakeOllama, make_settings: Callable[..., Settings], caps_path: Path) -> None:
+    caplog.set_level(logging.INFO)
+    with serve(create_app(make_settings(probe=False))) as url:
+        sdk = new_sdk(url)
+        sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)
+        _wait_for(lambda: "gemma3:4b" in _learned(caps_path))
+        sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)  # a repeat
+    lines = [r for r in caplog.records if "learned 'gemma3:4b'" in r.getMessage()]
+    assert [r.levelno for r in lines] == [logging.INFO]
+    assert lines[0].getMessage() == \
+        f"{caps_path}: learned 'gemma3:4b': tool_support='refused' (source: runtime_error)"

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from ruamel.yaml import YAML
@@ -16,7 +17,6 @@ from support.fake_llamacpp import MODEL, FakeLlamaCpp
 from support.servers import serve
 
 from proxy.app import create_app
-from proxy.capabilities.resolve import normalise_model_name
 from proxy.settings import Settings
 
 WEATHER: Any = {"type": "function", "function": {
@@ -53,8 +53,8 @@ def _learned(path: Path, timeout: float = 5.0, key: str | None = None) -> dict[s
     deadline = time.monotonic() + timeout
     while True:
         data = YAML(typ="safe").load(path.read_text()) or {}
-        # Learned entries are keyed by the normalised name (an Ollama-style tag added).
-        entry = dict((data.get("learned") or {}).get(normalise_model_name(MODEL)) or {})
+        # Keyed by the name as written: not Ollama, so no `:latest` is added.
+        entry = dict((data.get("learned") or {}).get(MODEL) or {})
         if entry and (key is None or key in entry):
             return entry
         assert time.monotonic() < deadline, f"nothing learned for {key}"
@@ -93,6 +93,17 @@ def test_streamed_tools_answered_whole_then_streamed_and_remembered(
 
     _stream(sdk, tools=[WEATHER], tool_choice="auto")
     assert "stream" not in llama.requests[-1] and len(llama.requests) == 3
+
+
+def test_a_learned_key_gets_no_ollama_tag_on_another_server(
+        sdk: openai.OpenAI, proxy: str, caps_path: Path) -> None:
+    _stream(sdk, tools=[WEATHER], tool_choice="auto")
+    _learned(caps_path, key="stream_tools")
+    learned = YAML(typ="safe").load(caps_path.read_text())["learned"]
+    assert list(learned) == [MODEL]
+    console = httpx.get(f"{proxy}/admin/models", timeout=10).json()
+    names = [m["name"] for m in console["models"]]
+    assert names.count(MODEL) == 1 and f"{MODEL}:latest" not in names
 
 
 def test_tools_without_tool_choice_are_really_offered(sdk: openai.OpenAI,

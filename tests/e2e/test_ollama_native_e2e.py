@@ -371,3 +371,36 @@ def test_guard_off_sends_as_is_and_null_keeps_v1(start: Callable[..., openai.Ope
     client.chat.completions.create(model="qwen3:8b", messages=MSG,
                                    tools=agent_tools(40))  # type: ignore[arg-type]
     assert len(native.native_requests()) == 1 and len(native.chat_requests()) == 1
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_chars_per_token_is_learned_from_a_v1_answers_usage(
+        start: Callable[..., openai.OpenAI], native: FakeOllamaNative, caps_path: Path,
+        stream: bool) -> None:
+    """A prompt that fits keeps /v1: its usage.prompt_tokens teaches the ratio too."""
+    client = start(AUTO)
+    options: Any = {"stream_options": {"include_usage": True}} if stream else {}
+    raw = client.chat.completions.with_raw_response.create(
+        model="qwen3:8b", messages=MSG, stream=stream, tools=agent_tools(4),  # type: ignore[arg-type]
+        **options)
+    answer = raw.parse()
+    if stream:
+        list(answer)  # type: ignore[arg-type]
+    assert "x-toolshim-num-ctx" not in raw.headers and not native.native_requests()
+    _wait_for(lambda: "chars_per_token" in _learned(caps_path).get("qwen3:8b", {}))
+    entry = _learned(caps_path)["qwen3:8b"]
+    assert 3.6 < entry["chars_per_token"] < 5.0
+    assert entry["evidence"].startswith("/v1 usage.prompt_tokens ")
+
+
+def test_a_v1_count_that_is_small_or_cut_teaches_nothing(
+        start: Callable[..., openai.OpenAI], native: FakeOllamaNative, caps_path: Path) -> None:
+    # A person's ratio far too high: the estimate fits, Ollama cuts the prompt at the
+    # window and counts the window, which says nothing about the tokenizer.
+    client = start(AUTO + 'models:\n  "qwen3*":\n    chars_per_token: 12.0\n')
+    client.chat.completions.create(model="qwen3:8b", messages=MSG,
+                                   tools=agent_tools(30))  # type: ignore[arg-type]
+    assert native.truncated[-1] and not native.native_requests()
+    client.chat.completions.create(model="qwen3:8b", messages=MSG)
+    time.sleep(1.5)  # the keeper writes within its write gap
+    assert "qwen3:8b" not in _learned(caps_path)

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -71,7 +72,9 @@ def _cut(body: bytes, cuts: list[int]) -> list[bytes]:
 
 PIECES = st.lists(st.text(max_size=12), min_size=1, max_size=8)
 CUTS = st.lists(st.integers(min_value=0, max_value=2000), max_size=12)
-NO_ANGLE = st.characters(blacklist_categories=("Cs",), blacklist_characters="<")
+# Every family's reasoning marker starts with "<" or "[" (`[THINK]`): text without
+# either holds no tag.
+NO_ANGLE = st.characters(blacklist_categories=("Cs",), blacklist_characters="<[")
 
 
 @settings(max_examples=150, deadline=None)
@@ -101,16 +104,18 @@ def test_with_reasoning_move_both_paths_agree_on_text_without_tags(
     assert fast == _client_bytes(False, reads, "pass")  # the sniffing changes nothing here
 
 
-def test_with_reasoning_move_a_trailing_angle_bracket_is_held_not_lost() -> None:
+@pytest.mark.parametrize("bracket", ["<", "["])
+def test_with_reasoning_move_a_trailing_angle_bracket_is_held_not_lost(bracket: str) -> None:
     # The case that told the two apart: the stages hold "<" (it may open
-    # <think>) and hand it out with the finish; the fast path relays it at once.
+    # <think>) or "[" ([THINK]) and hand it out with the finish; the fast path
+    # relays it at once.
     body = b"".join(b"data: " + orjson.dumps(c) + b"\n\n"
-                    for c in _chunks(["0<"], "stop", False)) + b"data: [DONE]\n\n"
+                    for c in _chunks(["0" + bracket], "stop", False)) + b"data: [DONE]\n\n"
     for decode in (False, True):
         frames = _client_bytes(decode, [body], "move").split(b"\n\n")[:-1]
         chunks = [orjson.loads(f.removeprefix(b"data: ")) for f in frames]
         text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
-        assert text == "0<"
+        assert text == "0" + bracket
         assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
 
 

@@ -28,6 +28,7 @@ from sample_corpus import (
 
 from proxy.formats import FORMATS, format_order, get_format, recover
 from proxy.formats.base import ParsedCall
+from proxy.formats.detect import REASONING_TAGS
 from proxy.formats.stream import StreamRecovery
 
 # The shared sample plus our own cases (faults found in real outputs).
@@ -42,12 +43,15 @@ ALL_CASES: list[dict[str, Any]] = [
 # The corpus labels a few cases by family; the registry by module.
 CASES = [c for c in ALL_CASES if c["format"] in FORMATS or c["format"] == "plain"]
 NEGATIVES = [c for c in CASES if not c["expect_calls"]]
-# Reasoning is removed by recover, not by the format: those cases go through recover only.
-OWN_FORMAT_CASES = [c for c in CASES if c["format"] in FORMATS and "<think>" not in c["content"]]
+# Reasoning (any family's markers) is removed by recover, not by the format: those
+# cases go through recover only.
+OWN_FORMAT_CASES = [c for c in CASES if c["format"] in FORMATS
+                    and not any(tag in c["content"] for tag in REASONING_TAGS)]
 # Values are raw text in the markup, typed by the schema: a value cannot hold
 # its own closing markup and edge whitespace belongs to the markup.
 RAW_TEXT_VALUES = {"deepseek_v32", "glm45", "minimax_m2", "qwen3_coder_xml",
-                   # The 2026 families, second group.
+                   # The 2026 families.
+                   "seed_oss", "step3",
                    "deepseek_v4", "kimi_k3", "minicpm5", "minimax_m3", "solar_open2"}
 
 
@@ -92,7 +96,7 @@ def test_preferred_format_gives_the_same_result(case: dict[str, Any]) -> None:
 def _kept_text(case: dict[str, Any]) -> str | None:
     """The whole-text result when reasoning stays in content (the stage's setting)."""
     result, _ = recover(case["content"], offered(case["tools"]), keep_reasoning=True)
-    if "<think>" not in case["content"]:
+    if not any(tag in case["content"] for tag in REASONING_TAGS):
         assert squash(result.text) == squash(case["expect_text"])
     return squash(result.text)
 

@@ -327,3 +327,12 @@ def test_no_format_writes_a_call_its_marker_would_count_as_a_mention(
 _WRITES_BARE_CALLS = {"gpt_oss", "json_block", "llama3_json", "pythonic", "xlam"}
 """Formats whose calls carry no marker that could be read as a mention (their markers
 are open-ended or generic, or, for xLAM, accepted on input but never written)."""
+
+
+@pytest.mark.parametrize("tag", ["</think>", "[/THINK]", "<channel|>", "<|END_THINKING|>",
+                                 "<|close|>think<|sep|>", "[THINK]"])
+def test_any_familys_reasoning_marker_is_not_plain_while_undecided(tag: str) -> None:
+    # A lone close settles the reasoning (all before it goes): never a plain text.
+    parser = StreamRecovery({"get_weather": {"type": "object"}}, keep_reasoning=True)
+    assert parser.plain_ok("no tags here")
+    assert not parser.plain_ok(f"thought{tag}answer")

@@ -33,7 +33,8 @@ facts = st.builds(
     source=st.sampled_from(["runtime_error", "probe", "observed"]),
     at=st.just("2026-11-24T10:00:00Z"),
     evidence=st.none() | st.text(max_size=40),
-    upstream=st.none() | st.just("http://127.0.0.1:11434"))
+    upstream=st.none() | st.just("http://127.0.0.1:11434"),
+    tag_default=st.booleans())
 
 
 @given(facts)
@@ -42,6 +43,14 @@ def test_round_trip(fact: LearnedFact) -> None:
     assert shared.replica == "host:1:ab"
     assert shared.fact == fact
     assert field_key(shared.fact) == field_key(fact)
+
+
+def test_a_fact_without_its_tag_flag_keeps_ollamas_default() -> None:
+    # Values written before the flag existed decode as before: the key gets `:latest`.
+    old = orjson.loads(encode(LearnedFact("m", {"tools": "off"}, "probe", "2026-11-24T10:00:00Z"),
+                              "r"))
+    del old["tag"]
+    assert decode(orjson.dumps(old)).fact.tag_default is True
 
 
 def test_credentials_in_the_upstream_stay_home() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,8 @@ class Reply:
     """exact SSE bytes to send instead (garbage, resets, vLLM deltas)."""
     reset_after: int | None = None
     """close the connection abruptly after this many events."""
+    load: float = 0.0
+    """seconds before the answer's headers, as Ollama loading a model sends nothing."""
     status: int = 200
     body: bytes | None = None
     content_type: str = "application/json"
@@ -82,6 +84,7 @@ def qualified_name(model: str) -> str:
 class FakeOllama:
     def __init__(self, *, legacy: bool = False) -> None:
         self.legacy = legacy
+        self.version = "0.5.12" if legacy else "0.33.0"
         self.models: dict[str, dict[str, Any]] = {}
         self.replies: dict[str, list[Reply]] = {}
         self.requests: list[dict[str, Any]] = []
@@ -91,11 +94,14 @@ class FakeOllama:
         self.api_key: str | None = None
         """set: every endpoint wants `Authorization: Bearer <api_key>` and otherwise
         answers 401 repeating the Authorization and X-Api-Key it got (`_denied`)."""
+        self.script: Callable[[dict[str, Any]], Reply] | None = None
+        """set: every chat answer is played from the request (support/scripted_model.py)."""
         self.lock = threading.Lock()
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
             Route("/v1/models", self._list, methods=["GET"]),
             Route("/api/show", self._show, methods=["POST"]),
+            Route("/api/version", self._version, methods=["GET"]),
             Route("/v1/embeddings", self._embeddings, methods=["POST"]),
         ])
 
@@ -124,19 +130,25 @@ class FakeOllama:
         if body.get("tools") and not self.models[model]["tools"]:
             return Response(no_tools_body(body["model"], self.legacy), status_code=400,
                             media_type="application/json")
-        queue = self.replies.get(model) or [Reply(content=["Hello", " from ", model])]
-        reply = queue.pop(0) if len(queue) > 1 else queue[0]
+        if self.script is not None:
+            reply = self.script(body)
+        else:
+            queue = self.replies.get(model) or [Reply(content=["Hello", " from ", model])]
+            reply = queue.pop(0) if len(queue) > 1 else queue[0]
+        if reply.load:
+            await asyncio.sleep(reply.load)
         if reply.status != 200 or reply.body is not None:
             return Response(reply.body or b"", status_code=reply.status,
                             media_type=reply.content_type)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             # Exactly `text/event-stream` (Go's header; media_type would add a charset).
-            return StreamingResponse(self._events(model, reply, include_usage),
+            return StreamingResponse(self._events(model, reply, include_usage,
+                                                  self.prompt_tokens(body)),
                                      headers={"content-type": "text/event-stream"})
         if reply.delay and await self._client_left(request, reply.delay):
             return Response(b"", status_code=499)
-        return Response(go_json(self._completion(model, reply)) + b"\n",
+        return Response(go_json(self._completion(model, reply, self.prompt_tokens(body))) + b"\n",
                         media_type="application/json")
 
     async def _client_left(self, request: Request, delay: float) -> bool:
@@ -171,7 +183,11 @@ class FakeOllama:
             self.headers.append(dict(request.headers))
             self.paths.append(request.url.path)
 
-    def _completion(self, model: str, reply: Reply) -> dict[str, Any]:
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        """What the answer's usage says the prompt took (a subclass counts it)."""
+        return 12
+
+    def _completion(self, model: str, reply: Reply, prompt: int = 12) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.content)}
         finish = reply.finish
         if reply.tool_calls:
@@ -181,12 +197,13 @@ class FakeOllama:
         return {"id": "chatcmpl-88", "object": "chat.completion", "created": T, "model": model,
                 "system_fingerprint": "fp_ollama",
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}
+                "usage": {"prompt_tokens": prompt, "completion_tokens": 5,
+                          "total_tokens": prompt + 5}}
 
-    async def _events(self, model: str, reply: Reply, include_usage: bool
+    async def _events(self, model: str, reply: Reply, include_usage: bool, prompt: int = 12
                       ) -> AsyncIterator[bytes]:
         events = reply.raw_events if reply.raw_events is not None else \
-            self._frames(model, reply, include_usage)
+            self._frames(model, reply, include_usage, prompt)
         sent = 0
         try:
             for event in events:
@@ -201,7 +218,8 @@ class FakeOllama:
                 self.abandoned += 1
             raise
 
-    def _frames(self, model: str, reply: Reply, include_usage: bool) -> list[bytes]:
+    def _frames(self, model: str, reply: Reply, include_usage: bool, prompt: int = 12
+                ) -> list[bytes]:
         base = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": T,
                 "model": model, "system_fingerprint": "fp_ollama"}
         deltas: list[dict[str, Any]] = []
@@ -225,7 +243,7 @@ class FakeOllama:
                                                    "finish_reason": finish}]}))
         if include_usage:
             frames.append(_frame({**base, "choices": [], "usage": {
-                "prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}))
+                "prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5}}))
         frames.append(b"data: [DONE]\n\n")
         return frames
 
@@ -237,6 +255,12 @@ class FakeOllama:
                 for name in self.models] or None
         return Response(go_json({"object": "list", "data": data}) + b"\n",  # Encoder.Encode
                         media_type="application/json")
+
+    async def _version(self, request: Request) -> Response:
+        # Not recorded: start-up asks it in the background, and tests read the last
+        # request's headers (the native fake, which tests count it on, records it).
+        return Response(go_json({"version": self.version}),
+                        media_type="application/json; charset=utf-8")  # gin c.JSON
 
     async def _show(self, request: Request) -> Response:
         body = orjson.loads(await request.body())

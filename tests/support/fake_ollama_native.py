@@ -66,7 +66,6 @@ class FakeOllamaNative(FakeOllama):
         """per chat request (either API): whether the prompt lost its front."""
         self.app.router.routes.extend([
             Route("/api/chat", self._native_chat, methods=["POST"]),
-            Route("/api/version", self._version, methods=["GET"]),
             Route("/api/ps", self._ps, methods=["GET"]),
         ])
 
@@ -120,6 +119,13 @@ class FakeOllamaNative(FakeOllama):
             if not sees and queue and queue[0].tool_calls:
                 queue.insert(0, Reply(content=[BLIND_ANSWER]))
         return await super()._chat(request)
+
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        """Ollama's /v1 usage.prompt_tokens is the runner's prompt_eval_count: the
+        prompt's tokens, or the window when it was cut (_sees_tools loaded it)."""
+        loaded = self.loaded.get(_tagged(body.get("model", "")))
+        tokens = self._prompt_tokens(body)
+        return min(tokens, loaded.num_ctx) if loaded is not None else tokens
 
     # --- native endpoints ------------------------------------------------------
 

@@ -247,7 +247,8 @@ async function loadRequests() {
   const data = await api("/admin/requests");
   state.requests = data.requests;
   $("requests-summary").textContent = `last ${data.requests.length} of up to ${data.capacity}` +
-    (data.prompts_kept ? " · prompts kept (--log-prompts)" : "");
+    (data.prompts_shown ? " · prompts kept (--log-prompts)"
+      : data.prompts_kept ? " · prompts kept, shown only with an admin key (--admin-key)" : "");
   $("requests-table").tBodies[0].replaceChildren(...data.requests.map(requestRow));
   $("requests-empty").hidden = data.requests.length > 0;
   const chosen = data.requests.find((r) => r.request_id === state.selectedRequest);

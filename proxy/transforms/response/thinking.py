@@ -1,6 +1,7 @@
-"""Reasoning written into content (`<think>…</think>`), split out per model setting.
+"""Reasoning written into content (`<think>…</think>` and every family's equal of it:
+formats.detect.REASONING), split out per model setting.
 
-Owns: finding think blocks in choice 0's `delta.content` across chunk
+Owns: finding reasoning blocks in choice 0's `delta.content` across chunk
 boundaries (holding back only a possible partial tag) and applying the
 `reasoning` policy: "pass" leaves content alone, "strip" removes the
 reasoning, "move" puts it into `delta.reasoning_content`. Must not: touch
@@ -12,11 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.formats.detect import (
+    REASONING,
+    REASONING_TAGS,
     THINK_BREAKERS,
-    THINK_CLOSE,
-    THINK_OPEN,
+    THINK_CLOSES,
     TagWatch,
-    partial_suffix,
+    first_tag,
+    marker_set,
     think_end,
 )
 from proxy.transforms.response.choices import choice_zero, replace_choice
@@ -34,11 +37,16 @@ class _Splitter:
 
     def __init__(self, inside: bool = False) -> None:
         self.inside = inside
+        self.closes = THINK_CLOSES
+        """what ends the reasoning we are in: its opener's close, any close when the
+        reply started inside (the opener was in the prompt)."""
         self.held = ""
+        self.channel_name = False
+        """just inside Gemma 4's `<|channel>`: its name (`thought` + newline) is markup."""
         self.section: list[str] | None = None
         """inside reasoning, held from a Kimi section marker on: reasoning if a
         close tag follows, the answer's tool section if the reply ends first."""
-        self.section_close = TagWatch((THINK_CLOSE,))
+        self.section_close = TagWatch(THINK_CLOSES)
         self.fresh = True
         """nothing has gone out as content and no tag was seen yet."""
         self.opened_inside = False
@@ -55,9 +63,15 @@ class _Splitter:
         reasoning: list[str] = []
         while buf:
             if self.inside:
-                end = think_end(buf, 0)
+                if self.channel_name:
+                    if _CHANNEL_NAME.startswith(buf):
+                        self.held = buf  # the name may still be coming
+                        break
+                    buf = buf.removeprefix(_CHANNEL_NAME)
+                    self.channel_name = False
+                end = think_end(buf, 0, self.closes)
                 if end is None:
-                    keep = len(buf) - partial_suffix(buf, (THINK_CLOSE, *THINK_BREAKERS))
+                    keep = len(buf) - marker_set((*self.closes, *THINK_BREAKERS)).partial_suffix(buf)
                     reasoning.append(buf[:keep])
                     self.held = buf[keep:]
                     break
@@ -67,20 +81,20 @@ class _Splitter:
                     # Kimi's tool section ends reasoning left unclosed, and is
                     # content (kimi-k2-005); before a close tag it is a thought.
                     self.section = [buf[at:]]
-                    self.section_close = TagWatch((THINK_CLOSE,))
+                    self.section_close = TagWatch(self.closes)
                     self.section_close.seen(buf)  # no close in it (think_end): its tail
                     break
                 buf = buf[after:]
                 self.inside = False
                 continue
-            found = _first(buf, (THINK_OPEN, THINK_CLOSE))
+            found = first_tag(buf)
             if found is None:
-                keep = len(buf) - partial_suffix(buf, (THINK_OPEN, THINK_CLOSE))
+                keep = len(buf) - _ANY_PARTIAL.partial_suffix(buf)
                 content.append(buf[:keep])
                 self.held = buf[keep:]
                 break
             at, tag = found
-            if tag == THINK_CLOSE and self.fresh and not "".join(content).strip():
+            if tag not in REASONING and self.fresh and not "".join(content).strip():
                 # Thinking forced open by the prompt, and nothing went out yet.
                 reasoning.append("".join(content) + buf[:at])
                 content, self.opened_inside = [], True
@@ -89,7 +103,10 @@ class _Splitter:
             buf = buf[at + len(tag) :]
             # An orphan close later on is dropped: the reasoning before it has
             # already gone out as content.
-            self.inside = tag == THINK_OPEN
+            self.inside = tag in REASONING
+            if self.inside:
+                self.closes = (REASONING[tag],)
+                self.channel_name = tag == _CHANNEL
             self.fresh = False
         text = "".join(content)
         if self.fresh and text.strip():
@@ -152,20 +169,20 @@ class ThinkingSplit:
         return [replace_choice(chunk, index, {**choice, "delta": new_delta})]
 
     def plain_ok(self, text: str) -> bool:
-        # Both tags start with "<": text without one, outside reasoning and with
-        # nothing held, is content as it stands (what `_Splitter.push` finds).
+        # Every marker starts with "<" or "[": text without either, outside reasoning
+        # and with nothing held, is content as it stands (what `_Splitter.push` finds).
         split = self._split
         return self._policy == "pass" or (not split.inside and not split.holds()
-                                          and "<" not in text)
+                                          and "<" not in text and "[" not in text)
 
     def plain_run_ok(self, texts: list[str], joined: str) -> int:
-        # Up to the first text with a "<": noting one without it changes nothing here.
+        # Up to the first text that may hold a marker: noting one without changes nothing.
         if self.plain_ok(joined):
             return len(texts)
         split = self._split
         if split.inside or split.holds():
             return 0
-        return next(i for i, text in enumerate(texts) if "<" in text)
+        return next(i for i, text in enumerate(texts) if "<" in text or "[" in text)
 
     def take_plain(self, chunk: Chunk, text: str) -> None:
         if self._policy != "pass":
@@ -199,6 +216,7 @@ class ThinkingSplit:
         return out
 
 
-def _first(text: str, tags: tuple[str, ...]) -> tuple[int, str] | None:
-    found = [(text.find(tag), tag) for tag in tags if tag in text]
-    return min(found) if found else None
+_ANY_PARTIAL = marker_set(REASONING_TAGS)
+_CHANNEL, _CHANNEL_NAME = "<|channel>", "thought\n"
+"""Gemma 4 names its reasoning channel (ollama model/parsers/gemma4.go strips it too)."""
+

@@ -7,6 +7,7 @@ from chunk_shapes import choice_chunk as _chunk
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from proxy.formats.detect import orphan_close
 from proxy.transforms.response.thinking import ThinkingSplit
 from proxy.types import Chunk, ReasoningPolicy
 
@@ -190,3 +191,90 @@ def test_a_run_counts_up_to_the_first_text_that_may_hold_a_tag(policy: Reasoning
     assert not stage.plain_ok(texts[2])
     assert ThinkingSplit("pass").plain_run_ok(texts, "".join(texts)) == 5
     assert ThinkingSplit(policy, starts_inside=True).plain_run_ok(["a", "b"], "ab") == 0
+
+
+# Every family's reasoning markers are <think>'s equals: (open, close, reasoning, answer,
+# source). The text between the markers goes to reasoning_content (move) or away (strip).
+FAMILIES = [
+    ("<seed:think>", "</seed:think>", "Budget.", "Out.",
+     "vllm tests/tool_parsers/test_seed_oss_tool_parser.py::test_extract_tool_calls"),
+    ("<|channel>", "<channel|>", "Let me think about this...", "The answer is 42.",
+     "ollama model/parsers/gemma4_test.go TestGemma4Parser/thinking_then_content"),
+    ("<mm:think>", "</mm:think>", "Weigh.", "Out.", "vllm minimax_m3 reasoning markers"),
+    ("<|think:start|>", "<|think:end|>", "Plan.", "Out.", "vllm solar_open2 markers"),
+    ("<|open|>think<|sep|>", "<|close|>think<|sep|>", "Hmm.", "Yes.",
+     "vllm vllm/reasoning/kimi_k3_reasoning_parser.py"),
+    ("[THINK]", "[/THINK]", "Short thought.", "The reply.", "ollama model/parsers/ministral.go"),
+    ("<|START_THINKING|>", "<|END_THINKING|>", "A plan.", "The reply.",
+     "llama.cpp common/chat-parser.cpp command_r7b"),
+]
+
+
+@pytest.mark.parametrize(("opener", "closer", "thought", "answer", "source"), FAMILIES,
+                         ids=[f[0] for f in FAMILIES])
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 1000])
+def test_every_familys_markers_are_thinks_equals(
+    opener: str, closer: str, thought: str, answer: str, source: str, size: int
+) -> None:
+    text = f"{opener}{thought}{closer}{answer}"
+    pieces = [text[i : i + size] for i in range(0, len(text), size)]
+    assert _run("move", pieces)[:2] == (answer, thought), source
+    assert _run("strip", pieces)[:2] == (answer, ""), source
+
+
+@pytest.mark.parametrize(("opener", "closer", "thought", "answer", "source"), FAMILIES,
+                         ids=[f[0] for f in FAMILIES])
+def test_every_familys_lone_close_means_all_before_was_reasoning(
+    opener: str, closer: str, thought: str, answer: str, source: str
+) -> None:
+    # Thinking forced open by the prompt: only the closing marker appears.
+    assert _run("move", [f"{thought}{closer}{answer}"])[:2] == (answer, thought), source
+    learned = ThinkingSplit("move", starts_inside=True)
+    out = [c for piece in (thought[:2], thought[2:] + closer[:3], closer[3:] + answer)
+           for c in learned.feed(_chunk(piece))] + learned.flush()
+    content = "".join(c["choices"][0]["delta"].get("content") or "" for c in out)
+    reasoning = "".join(c["choices"][0]["delta"].get("reasoning_content") or "" for c in out)
+    assert (content, reasoning) == (answer, thought), source
+
+
+def test_a_close_marker_of_another_family_does_not_end_the_block() -> None:
+    # `[/THINK]` inside `<seed:think>` is a thought about Mistral, not the end.
+    text = "<seed:think>Mistral ends with [/THINK] here.</seed:think>Out."
+    assert _run("move", [text])[:2] == ("Out.", "Mistral ends with [/THINK] here.")
+
+
+def test_truncated_command_r7b_thinking_is_all_reasoning() -> None:
+    # The issue's miss: a Command R7B reply cut inside its thinking kept it as text.
+    text = '<|START_THINKING|>I will call <|START_ACTION|>[{"tool_name": "get_weather"'
+    assert _run("strip", [text[:20], text[20:]])[:2] == ("", "")
+    assert _run("move", [text])[:2] == ("", text.removeprefix("<|START_THINKING|>"))
+
+
+@pytest.mark.parametrize("policy", ["strip", "move"])
+@settings(max_examples=150, deadline=None)
+@given(
+    text=st.lists(st.sampled_from(["[THINK]", "[/THINK]", "<|channel>", "<channel|>", "[",
+                                   "<", "|", "a", " b\n", "THINK]", "<seed:think>",
+                                   "</seed:think>"]),
+                  max_size=14).map("".join),
+    cuts=st.lists(st.integers(0, 200), max_size=6),
+)
+def test_split_invariance_for_other_families(
+    policy: ReasoningPolicy, text: str, cuts: list[int]
+) -> None:
+    # As test_split_invariance: a reply opening inside reasoning is exempt.
+    assume(orphan_close(text) is None)
+    bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
+    pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    assert _run(policy, pieces)[:2] == _run(policy, [text])[:2]
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 1000])
+def test_gemma4s_channel_name_is_markup(size: int) -> None:
+    # ollama model/parsers/gemma4_test.go TestGemma4Parser_Streaming: "thought\n" goes.
+    text = "<|channel>thought\nLet me think...<channel|>The answer is 42."
+    pieces = [text[i : i + size] for i in range(0, len(text), size)]
+    assert _run("move", pieces)[:2] == ("The answer is 42.", "Let me think...")
+    other = "<|channel>thoughtful<channel|>A"  # not the name: all of it is reasoning
+    assert _run("move", [other[i : i + size] for i in range(0, len(other), size)])[:2] == (
+        "A", "thoughtful")

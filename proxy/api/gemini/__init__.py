@@ -1,0 +1,1 @@
+"""The Gemini API door: request translation, answer translation, the route, the envelope."""

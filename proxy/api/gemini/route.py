@@ -1,0 +1,172 @@
+"""POST /v1beta/models/{model}:generateContent, :streamGenerateContent, :countTokens;
+GET /v1beta/models and /v1beta/models/{model}; the same under /v1/.
+
+The Gemini API sits at the edges of the chat flow, never beside it: the body is
+translated to a chat request (request.py), the chat flow answers it exactly as it
+answers /v1/chat/completions (profile, tool policy, retries, checks, recovery,
+headers, metrics, the log line with endpoint `gemini`, limits), and the chunks it
+hands its client become `GenerateContentResponse`s (answer.py): SSE `data:` lines
+with `?alt=sse`, else one JSON array written as it grows. `chat_chunks`
+(api/chat_output.py) is the one seam to the flow; every error is answered in
+Google's envelope (errors.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import Send
+
+from proxy.api.chat_output import ChatOutput, chat_chunks
+from proxy.api.chat_request import check_tool_refs, check_walkable, read_body
+from proxy.api.failures import answer_or_error
+from proxy.api.gemini.answer import AnswerBuilder, sse_frame
+from proxy.api.gemini.errors import render
+from proxy.api.gemini.path import split_method
+from proxy.api.gemini.request import Translated, to_chat
+from proxy.api.hostile import MAX_DEPTH, containers_at_most
+from proxy.api.relay import SseResponse, SseWriter
+from proxy.backends.context import estimate_tokens
+from proxy.errors import ApiError, check_model_name
+from proxy.flow.exchange import Exchange, call_headers
+from proxy.flow.translate import ChunkOut, as_chunks
+from proxy.observability.telemetry import RequestRecord
+from proxy.scopes import cancel_scope
+from proxy.services import Services
+from proxy.types import JSON
+
+
+async def model_method(request: Request) -> Response:
+    """POST …/models/{model}:{method}."""
+    svc: Services = request.app.state.services
+    target = split_method(request.path_params["rest"])
+    method = target[1] if target else ""
+    endpoint = "gemini.countTokens" if method == "countTokens" else "gemini"
+    ex = Exchange(svc, request, RequestRecord(request.state.request_id, endpoint))
+    return await answer_or_error(ex, _handle(ex, target), "gemini request", render)
+
+
+async def _handle(ex: Exchange, target: tuple[str, str] | None) -> Response:
+    if target is None or target[1] not in ("generateContent", "streamGenerateContent",
+                                           "countTokens"):
+        raise ApiError(404, f"{ex.request.url.path!r} names no model method this server "
+                       "has (generateContent, streamGenerateContent, countTokens)")
+    model, method = target
+    check_model_name(model)
+    raw = await read_body(ex.request, ex.svc.settings.max_body_bytes)
+    stream = method == "streamGenerateContent"
+    translated = to_chat(_decode(raw), model, stream=stream)
+    if raw.find(b"$") >= 0 or raw.find(b"\\u0024") >= 0:
+        check_tool_refs(translated.chat)  # the chat door's checks: $ref cycles, expansion
+    ex.record.tools_stripped += translated.stripped
+    if method == "countTokens":
+        return _count(ex, translated)
+    builder = AnswerBuilder(model, thoughts=translated.thoughts,
+                            prompt_tokens=_estimate(ex, model, len(raw)))
+    output = await chat_chunks(ex, translated.chat)
+    if stream:
+        sse = ex.request.query_params.get("alt") == "sse"
+        # The flow's own close runs at the response's end too (it runs once): if the
+        # client leaves before the body starts, only that frees the upstream and slot.
+        return _GeminiStream(ex, builder, output, sse=sse)
+    async for batch in output.batches():
+        builder.feed_all(batch)
+    builder.finish()
+    return JSONResponse(builder.whole(), headers={**output.headers, **call_headers(ex)})
+
+
+def _decode(raw: bytes) -> object:
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(400, f"Invalid JSON payload received: {exc}", code="invalid_json") \
+            from None
+    if containers_at_most(raw) > MAX_DEPTH:
+        check_walkable(body)
+    return body
+
+
+def _estimate(ex: Exchange, model: str, chars: int) -> int:
+    """Prompt tokens by toolshim's own estimate (what `num_ctx: auto` sizes windows by,
+    the model's learned characters per token included), until the backend's count."""
+    profile = ex.svc.store.profile(model)
+    return estimate_tokens(chars, 1, profile.chars_per_token) - 1
+
+
+def _count(ex: Exchange, translated: Translated) -> Response:
+    """`{"totalTokens": N}` by toolshim's own estimate of the translated request,
+    without running the model."""
+    chat = translated.chat
+    ex.record.model = chat["model"]
+    count = _estimate(ex, chat["model"], len(orjson.dumps(chat)))
+    ex.finish(200)
+    return JSONResponse({"totalTokens": count},
+                        headers={"x-toolshim-overhead-ms": f"{ex.overhead_ms():.2f}"})
+
+
+class _GeminiStream(SseResponse):
+    """`streamGenerateContent`: once it flows, the chat chunks of each upstream read
+    become one response chunk written from the read callback (relay.SseWriter), the
+    rest by the task; both through the one builder, so the chunks are the same."""
+
+    def __init__(self, ex: Exchange, builder: AnswerBuilder, output: ChatOutput, *,
+                 sse: bool) -> None:
+        super().__init__(None, dict(output.headers), on_close=output.close)
+        if not sse:
+            self.headers["content-type"] = "application/json"
+        self.ex, self.builder, self.output = ex, builder, output
+        self.frame = _Framing(sse)
+
+    def _body(self, send: Send) -> AsyncIterator[bytes]:
+        return _chunks(self.ex, self.builder, self.output, self.frame,
+                       SseWriter.over(send, self._encode))
+
+    def _encode(self, batch: list[ChunkOut]) -> bytes:
+        return self.frame(self.builder.feed_all(as_chunks(batch)))
+
+
+class _Framing:
+    """Responses as SSE `data:` lines, or as the elements of one JSON array (the API's
+    answer without `alt=sse`): `[` before the first, `,` between, `]` at the end."""
+
+    def __init__(self, sse: bool) -> None:
+        self.sse = sse
+        self.opened = False
+
+    def __call__(self, responses: list[JSON]) -> bytes:
+        if self.sse:
+            return b"".join([sse_frame(r) for r in responses])
+        parts: list[bytes] = []
+        for response in responses:
+            parts += (b",\r\n" if self.opened else b"[", orjson.dumps(response))
+            self.opened = True
+        return b"".join(parts)
+
+    def close(self) -> bytes:
+        return b"" if self.sse else b"]" if self.opened else b"[]"
+
+
+async def _chunks(ex: Exchange, builder: AnswerBuilder, output: ChatOutput, frame: _Framing,
+                  direct: SseWriter | None = None) -> AsyncIterator[bytes]:
+    batches = output.batches(direct)
+    try:
+        async for batch in batches:
+            if batch:  # an empty batch is the flow waiting: nothing empty is sent
+                piece = frame(builder.feed_all(batch))
+                if piece:
+                    yield piece
+        yield frame([builder.finish()]) + frame.close()
+    except ApiError as exc:
+        exc = exc.settled()
+        # A failure once the stream started is an error chunk, never a finishReason.
+        yield frame([builder.fail(exc.status, ex.shown(exc.message))]) + frame.close()
+    except Exception:
+        ex.svc.telemetry.log.exception("gemini stream failed inside toolshim", extra={
+            "record": {"request_id": ex.record.request_id}})
+        yield frame([builder.fail(500, "internal error in toolshim")]) + frame.close()
+    finally:
+        with cancel_scope(shield=True):
+            await batches.aclose()  # type: ignore[attr-defined]

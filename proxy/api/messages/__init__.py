@@ -1,0 +1,1 @@
+"""The Anthropic Messages API door: request translation, answer events, route, envelope."""

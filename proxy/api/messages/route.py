@@ -1,0 +1,189 @@
+"""POST /v1/messages (also `?beta=true`), POST /v1/messages/count_tokens.
+
+The Anthropic Messages API sits at the edges of the chat flow, never beside it:
+the body is translated to a chat request (request.py), the chat flow answers it
+exactly as it answers /v1/chat/completions (profile, tool policy, retries,
+checks, recovery, headers, metrics, the log line with endpoint `messages`,
+limits), and the chunks it hands its client become Messages events or one
+message (events.py). `chat_chunks` (api/chat_output.py) is the one seam to the
+flow; every error is answered in Anthropic's envelope (errors.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import Send
+
+from proxy.api.chat_output import ChatOutput, chat_chunks, output_of
+from proxy.api.chat_request import check_tool_refs, check_walkable, read_body
+from proxy.api.disconnect import unless_client_leaves
+from proxy.api.failures import answer_or_error, client_left
+from proxy.api.hostile import MAX_DEPTH, containers_at_most
+from proxy.api.messages.errors import error_type, render
+from proxy.api.messages.events import PING_FRAME, MessageBuilder, frames
+from proxy.api.messages.request import Translated, to_chat, validate
+from proxy.api.messages.waiting import WaitingStream, answered_in_time, drop
+from proxy.api.relay import SseResponse, SseWriter
+from proxy.backends.context import prompt_tokens
+from proxy.chat import run_chat
+from proxy.errors import ApiError
+from proxy.flow.exchange import Exchange, call_headers
+from proxy.flow.translate import ChunkOut
+from proxy.observability.telemetry import RequestRecord
+from proxy.scopes import cancel_scope
+from proxy.services import Services
+from proxy.sse import KEEPALIVE
+from proxy.types import ChatRequest
+
+
+async def create_message(request: Request) -> Response:
+    svc: Services = request.app.state.services
+    ex = Exchange(svc, request, RequestRecord(request.state.request_id, "messages"))
+    return await answer_or_error(ex, _handle(ex), "messages request", render)
+
+
+async def _handle(ex: Exchange) -> Response:
+    raw = await read_body(ex.request, ex.svc.settings.max_body_bytes)
+    translated = to_chat(_decode(raw))
+    _check_tools(raw, translated)
+    ex.record.tools_stripped += translated.stripped
+    chat = translated.chat
+    builder = MessageBuilder(chat["model"], thinking=translated.thinking,
+                             input_tokens=_estimate(ex, chat["model"], len(raw)),
+                             stop_sequences=translated.stop_sequences)
+    if chat.get("stream"):
+        return await _stream(ex, builder, chat)
+    output = await chat_chunks(ex, chat)
+    output.headers["request-id"] = ex.record.request_id
+    async for batch in output.batches():
+        builder.feed_all(batch)
+    builder.finish()
+    return JSONResponse(builder.whole(), headers={**output.headers, **call_headers(ex)})
+
+
+async def _stream(ex: Exchange, builder: MessageBuilder, chat: ChatRequest) -> Response:
+    """The stream, once the flow answered; or, if the backend stays silent (a model
+    loading), a stream that pings until it answers (waiting.py)."""
+    flow = asyncio.ensure_future(run_chat(ex, chat))
+    try:
+        in_time = await unless_client_leaves(ex.request.receive, answered_in_time(flow))
+    except BaseException:
+        await drop(flow)
+        raise
+    if in_time is None:
+        await drop(flow)
+        raise client_left()
+    if not in_time:
+        return WaitingStream(ex, builder, flow, _events)
+    output = output_of(flow.result())  # the flow's own error: its status and envelope
+    output.headers["request-id"] = ex.record.request_id
+    # The flow's own close runs at the response's end too (it runs once): if the
+    # client leaves before the body starts, only that frees the upstream and slot.
+    return _MessagesStream(ex, builder, output)
+
+
+def _decode(raw: bytes, *, counting: bool = False) -> dict[str, Any]:
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(400, f"request body is not valid JSON: {exc}", code="invalid_json") \
+            from None
+    if containers_at_most(raw) > MAX_DEPTH:
+        check_walkable(body)
+    if counting and isinstance(body, dict):
+        body.setdefault("max_tokens", 1)  # count_tokens takes no max_tokens
+    return validate(body)
+
+
+def _check_tools(raw: bytes, translated: Translated) -> None:
+    """The chat door's checks of tool schemas ($ref cycles, expansion), on what a `$`
+    could make dangerous."""
+    if raw.find(b"$") >= 0 or raw.find(b"\\u0024") >= 0:
+        check_tool_refs(translated.chat)
+
+
+def _estimate(ex: Exchange, model: str, chars: int) -> int:
+    """Input tokens by toolshim's own estimate (what `num_ctx: auto` sizes windows by,
+    the model's learned characters per token included): `message_start` must say
+    something before the backend reports its count at the end."""
+    profile = ex.svc.store.profile(ex.svc.served(model))
+    return prompt_tokens(chars, profile.chars_per_token)
+
+
+class _MessagesStream(SseResponse):
+    """A Messages event stream: once it flows, the chat chunks of each upstream read
+    become events and are written from the read callback (relay.SseWriter), the rest
+    by the task; both through the one builder, so the events are the same."""
+
+    def __init__(self, ex: Exchange, builder: MessageBuilder, output: ChatOutput) -> None:
+        super().__init__(None, dict(output.headers), on_close=output.close)
+        self.ex, self.builder, self.output = ex, builder, output
+
+    def _body(self, send: Send) -> AsyncIterator[bytes]:
+        return _events(self.ex, self.builder, self.output, SseWriter.over(send, self._encode))
+
+    def _encode(self, batch: list[ChunkOut]) -> bytes:
+        events = self.builder.feed_batch(batch)
+        return self.builder.opening() + frames(events) if events else b""
+
+
+async def _events(ex: Exchange, builder: MessageBuilder, output: ChatOutput,
+                  direct: SseWriter | None = None) -> AsyncIterator[bytes]:
+    # message_start leaves with the first piece (`opening`), whoever writes it.
+    batches = output.raw_batches(direct)
+    try:
+        async for batch in batches:
+            events = builder.feed_batch(batch)
+            if events:
+                yield builder.opening() + frames(events)
+            elif all(item is KEEPALIVE for item in batch):
+                # the flow is waiting on the backend: the API's own keep-alive
+                yield builder.opening() + PING_FRAME
+        yield builder.opening() + frames(builder.finish())
+    except ApiError as exc:
+        exc = exc.settled()
+        # A failure once the stream started is the API's `error` event, never message_stop.
+        yield builder.opening() + frames(builder.fail(error_type(exc.status),
+                                                      ex.shown(exc.message)))
+    except Exception:
+        ex.svc.telemetry.log.exception("messages stream failed inside toolshim", extra={
+            "record": {"request_id": ex.record.request_id}})
+        yield builder.opening() + frames(builder.fail("api_error", "internal error in toolshim"))
+    finally:
+        with cancel_scope(shield=True):
+            await batches.aclose()  # type: ignore[attr-defined]
+
+
+# --- count_tokens --------------------------------------------------------------
+
+
+async def count_tokens(request: Request) -> Response:
+    svc: Services = request.app.state.services
+    ex = Exchange(svc, request, RequestRecord(request.state.request_id,
+                                              "messages.count_tokens"))
+    return await answer_or_error(ex, _count(ex), "count_tokens request", render)
+
+
+async def _count(ex: Exchange) -> Response:
+    """`{"input_tokens": N}` by toolshim's own estimate of the translated request,
+    without running the model."""
+    raw = await read_body(ex.request, ex.svc.settings.max_body_bytes)
+    translated = to_chat(_decode(raw, counting=True))
+    chat = translated.chat
+    chat.pop("max_tokens", None)
+    served = ex.svc.served(chat["model"])
+    ex.record.model = served
+    if served != chat["model"]:
+        ex.record.alias = chat["model"]
+    profile = ex.svc.store.profile(served)
+    count = prompt_tokens(len(orjson.dumps(chat)), profile.chars_per_token)
+    ex.finish(200)
+    return JSONResponse({"input_tokens": count},
+                        headers={"request-id": ex.record.request_id,
+                                 "x-toolshim-overhead-ms": f"{ex.overhead_ms():.2f}"})
