@@ -255,6 +255,8 @@ def _note_request_changes(ex: Exchange, notes: list[Observation]) -> None:
     for note in notes:
         if note.kind == "tools_stripped":
             ex.record.tools_stripped += int(note.detail.get("count", 0))
+        elif note.kind == "tools_emulated":
+            ex.record.emulated_chars = int(note.detail.get("chars", 0))
     ex.observations.extend(notes)
 
 

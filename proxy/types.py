@@ -26,6 +26,9 @@ ToolMode = Literal["auto", "native", "off", "emulate"]
 InvalidPolicy = Literal["drop", "repair", "keep", "correct"]
 ReasoningPolicy = Literal["pass", "strip", "move"]
 Fallback = Literal["off", "emulate"]
+ToolSupport = Literal["refused", "none"]
+"""what toolshim found about a model's native tools: a backend refused them, or a probe
+found none. A fact, not a policy: `fallback` decides what a request then gets."""
 ImplicitToolChoice = Literal["auto", "required"]
 RequiredChoice = Literal["pass", "rewrite"]
 ContextGuard = Literal["trim", "reject", "off"]
@@ -75,8 +78,11 @@ class Profile:
     parallel_tool_calls: bool | None = None
     """False: the model can't honour the parameter; it is not sent upstream."""
     tool_format: str | None = None
-    fallback: Fallback = "off"
-    """Where `auto` steps down to when the backend refuses tools."""
+    fallback: Fallback = "emulate"
+    """Where `auto` steps down to when the backend refuses tools: `emulate`, so a
+    model without native tools can still call an agent's tools."""
+    tool_support: ToolSupport | None = None
+    """None: not known to lack native tools (send them, step down if refused)."""
     recover_text_calls: bool = True
     reasoning: ReasoningPolicy = "move"
     stream_tools: bool = True
@@ -110,6 +116,7 @@ class Profile:
 
 ObservationKind = Literal[
     "tools_refused", "tool_choice_refused", "tool_choice_dropped", "tools_stripped",
+    "tools_emulated",
     "text_calls_recovered", "call_dropped", "call_repaired", "probe",
     # backend quirks (quirks.py)
     "stream_tools_failed", "required_choice_failed", "null_content_failed",

@@ -11,6 +11,10 @@ DIR="${TOOLSHIM_AGENTS_DIR:-$PWD/.agents}"
 AGENTS=(
     "@anthropic-ai/claude-code@2.1.197"
     "@google/gemini-cli@0.61.0"
+    "opencode-ai@1.18.33"
+    "@qwen-code/qwen-code@0.15.10"
+    "@continuedev/cli@1.5.47"
+    "@openai/codex@0.171.0"
 )
 
 if ! command -v npm >/dev/null 2>&1; then

@@ -160,8 +160,9 @@ async def test_admin_capabilities_shows_sources_and_reload_error(
     assert models["qwen3:8b"]["profile"]["tools"] == "native"
     assert models["qwen3:8b"]["sources"]["tools"].startswith("models")
     assert models["qwen3:8b"]["sources"]["max_tools"] == "built-in default"
-    assert models["custom:latest"]["profile"]["tools"] == "off"
-    assert models["custom:latest"]["sources"]["tools"] == "learned"
+    # The file's older learned `tools: off` is read as the fact.
+    assert models["custom:latest"]["profile"]["tool_support"] == "refused"
+    assert models["custom:latest"]["sources"]["tool_support"] == "learned"
     assert models["gemma3:4b"]["known_from"] == ["listing"]
     assert good["patterns"] == ["llama*"] and good["last_reload_error"] is None
     assert bad["last_reload_error"] and "capabilities.yaml" in bad["last_reload_error"]

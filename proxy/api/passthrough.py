@@ -32,6 +32,7 @@ from proxy.backends.upstream import (
 from proxy.console.gate import validation_of
 from proxy.errors import ApiError, check_model_name
 from proxy.flow.exchange import Exchange
+from proxy.flow.retry import tool_mode
 from proxy.flow.run import UpstreamCall
 from proxy.observability.logs import IntendedCut, intend_cut
 from proxy.observability.telemetry import RequestRecord
@@ -71,8 +72,9 @@ async def list_models(request: Request) -> Response:
 def _annotate(svc: Services, entry: dict[str, Any], root: str) -> dict[str, Any]:
     profile = svc.store.profile(entry["id"])
     return {**entry, "toolshim": {
-        "tools": profile.tools,
-        "source": profile.sources.get("tools", "built-in default"),
+        "tools": tool_mode(profile),  # what a request with tools gets now
+        "source": profile.sources.get("tool_support" if profile.tool_support else "tools",
+                                      "built-in default"),
         "tool_format": profile.tool_format,
         "upstream": redact_url(root),  # the connection keeps the credentials, never a view
         "validation": validation_of(svc.store, entry["id"]),

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from proxy.api.responses_tools import CUSTOM, LOCAL_SHELL, chat_arguments, item_fields
 from proxy.flow.translate import plain_content
 from proxy.types import JSON, Chunk, Message
 
@@ -30,8 +31,11 @@ class ResponseBuilder:
     """feed(chunk) -> events; finish() / fail() -> the closing events."""
 
     def __init__(self, echo: JSON, *, response_id: str | None = None,
-                 id_factory: Callable[[str], str] = new_id) -> None:
+                 id_factory: Callable[[str], str] = new_id,
+                 kinds: dict[str, str] | None = None) -> None:
         self._new_id = id_factory
+        self._kinds = kinds or {}
+        """tool name -> custom / local_shell: such calls become those items."""
         self.response: JSON = {
             "id": response_id or id_factory("resp"), "object": "response",
             "created_at": int(time.time()), "status": "in_progress", "error": None,
@@ -145,6 +149,10 @@ class ResponseBuilder:
                 calls.append({"id": item["call_id"], "type": "function",
                               "function": {"name": item["name"],
                                            "arguments": item["arguments"]}})
+            elif item["type"] in ("custom_tool_call", "local_shell_call"):
+                name = item.get("name", LOCAL_SHELL)
+                calls.append({"id": item["call_id"], "type": "function",
+                              "function": {"name": name, "arguments": chat_arguments(item)}})
         if not text and not calls:
             return None
         message: Message = {"role": "assistant", "content": "".join(text) or None}
@@ -212,20 +220,35 @@ class ResponseBuilder:
         if item is None:
             self._close_reasoning(events)
             self._close_text(events, "completed")
-            call_id = call.get("id") or self._new_id("call")
-            item = {"id": self._new_id("fc"), "type": "function_call", "status": "in_progress",
-                    "call_id": call_id, "name": function.get("name") or "", "arguments": ""}
+            item = self._call_item(call.get("id") or self._new_id("call"),
+                                   function.get("name") or "")
             item["_index"] = self._open(item, events)
             item["_pieces"] = []
             self._calls[index] = item
-        elif function.get("name") and not item["name"]:
+        elif function.get("name") and not item.get("name", LOCAL_SHELL):
             item["name"] = function["name"]
         arguments = function.get("arguments")
         if isinstance(arguments, str) and arguments:
             item["_pieces"].append(arguments)
-            events.append(self._event("response.function_call_arguments.delta",
-                                      item_id=item["id"], output_index=item["_index"],
-                                      delta=arguments))
+            if item["type"] == "function_call":
+                # A custom call's input is the raw text inside the JSON arguments: it
+                # is streamed once whole, at the close (the flow releases a call only
+                # once it is complete and checked, so nothing waits longer for it).
+                events.append(self._event("response.function_call_arguments.delta",
+                                          item_id=item["id"], output_index=item["_index"],
+                                          delta=arguments))
+
+    def _call_item(self, call_id: str, name: str) -> JSON:
+        kind = self._kinds.get(name)
+        if kind == CUSTOM:
+            return {"id": self._new_id("ctc"), "type": "custom_tool_call",
+                    "status": "in_progress", "call_id": call_id, "name": name, "input": ""}
+        if kind == LOCAL_SHELL:
+            return {"id": self._new_id("lsh"), "type": "local_shell_call",
+                    "status": "in_progress", "call_id": call_id,
+                    **item_fields(LOCAL_SHELL, "")}
+        return {"id": self._new_id("fc"), "type": "function_call", "status": "in_progress",
+                "call_id": call_id, "name": name, "arguments": ""}
 
     # --- closing -----------------------------------------------------------
 
@@ -263,7 +286,22 @@ class ResponseBuilder:
         self._done(item, status, events)
 
     def _close_call(self, item: JSON, events: list[Event]) -> None:
-        item["arguments"] = "".join(item.pop("_pieces"))
+        arguments = "".join(item.pop("_pieces"))
+        if item["type"] == "custom_tool_call":
+            item.update(item_fields(CUSTOM, arguments))
+            base = {"item_id": item["id"], "output_index": item["_index"]}
+            if item["input"]:
+                events.append(self._event("response.custom_tool_call_input.delta", **base,
+                                          delta=item["input"]))
+            events.append(self._event("response.custom_tool_call_input.done", **base,
+                                      input=item["input"]))
+            self._done(item, "completed", events)
+            return
+        if item["type"] == "local_shell_call":
+            item.update(item_fields(LOCAL_SHELL, arguments))
+            self._done(item, "completed", events)
+            return
+        item["arguments"] = arguments
         events.append(self._event("response.function_call_arguments.done", item_id=item["id"],
                                   output_index=item["_index"], name=item["name"],
                                   arguments=item["arguments"]))
@@ -282,6 +320,8 @@ def _copy(item: JSON) -> JSON:
     for key in ("content", "summary"):
         if key in out:
             out[key] = [dict(p) for p in out[key]]
+    if "action" in out:
+        out["action"] = dict(out["action"])
     return out
 
 

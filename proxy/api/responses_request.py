@@ -14,8 +14,9 @@ from typing import Annotated, Any, NotRequired
 from pydantic import ConfigDict, Field, StrictBool, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
+from proxy.api.responses_tools import chat_arguments, chat_tool, custom_tool_problem, kinds, name_of
 from proxy.errors import ApiError, check_model_name
-from proxy.types import JSON, ChatRequest, Message, ToolDef
+from proxy.types import JSON, ChatRequest, Message
 
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 _TEXT_PARTS = {"input_text", "output_text", "text", "summary_text", "reasoning_text"}
@@ -57,6 +58,8 @@ class Translated:
     stripped: int
     conversation: list[Message] = field(default_factory=list)
     """history + this input, without instructions: what a continuation starts from."""
+    kinds: dict[str, str] = field(default_factory=dict)
+    """names of the `custom` / `local_shell` tools: their calls go back as those items."""
 
 
 def bad(where: str, message: str) -> ApiError:
@@ -92,16 +95,16 @@ def to_chat(body: JSON, history: list[Message]) -> Translated:
     chat: ChatRequest = {"model": body["model"], "messages": messages}
     _add_tools(chat, body, tools)
     _add_sampling(chat, body)
-    return Translated(chat, tools, stripped, conversation)
+    return Translated(chat, tools, stripped, conversation, kinds(tools))
 
 
 def _add_tools(chat: ChatRequest, body: JSON, tools: list[JSON]) -> None:
     choice = body.get("tool_choice")
     if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
         allowed = {t.get("name") for t in choice.get("tools") or [] if isinstance(t, dict)}
-        tools = [t for t in tools if t["name"] in allowed]
+        tools = [t for t in tools if name_of(t) in allowed]
         choice = choice.get("mode", "auto")
-    translated = tool_choice(choice, {t["name"] for t in tools})
+    translated = tool_choice(choice, {name_of(t) or "" for t in tools})
     if not tools:
         return
     chat["tools"] = [chat_tool(t) for t in tools]
@@ -128,27 +131,25 @@ def _add_sampling(chat: ChatRequest, body: JSON) -> None:
 
 
 def split_tools(tools: list[JSON]) -> tuple[list[JSON], int]:
-    """Function tools kept (validated), every other (hosted) tool type counted and dropped."""
+    """Function, custom and local_shell tools kept (validated); every other (hosted)
+    tool type counted and dropped: no chat backend can run those."""
     kept: list[JSON] = []
     for i, tool in enumerate(tools):
-        if tool.get("type") != "function":
+        kind = tool.get("type")
+        if kind == "custom":
+            problem = custom_tool_problem(tool)
+            if problem is not None:
+                raise bad(f"tools.{i}.{problem[0]}", problem[1])
+        elif kind == "function":
+            name = tool.get("name")
+            if not isinstance(name, str) or not name:
+                raise bad(f"tools.{i}.name", "a function tool needs a name")
+            if tool.get("parameters") is not None and not isinstance(tool["parameters"], dict):
+                raise bad(f"tools.{i}.parameters", "must be a JSON schema object")
+        elif kind != "local_shell":
             continue
-        name = tool.get("name")
-        if not isinstance(name, str) or not name:
-            raise bad(f"tools.{i}.name", "a function tool needs a name")
-        params = tool.get("parameters")
-        if params is not None and not isinstance(params, dict):
-            raise bad(f"tools.{i}.parameters", "must be a JSON schema object")
         kept.append(tool)
     return kept, len(tools) - len(kept)
-
-
-def chat_tool(tool: JSON) -> ToolDef:
-    function: JSON = {"name": tool["name"]}
-    for key in ("description", "parameters", "strict"):
-        if tool.get(key) is not None:
-            function[key] = tool[key]
-    return {"type": "function", "function": function}
 
 
 def tool_choice(choice: Any, names: set[str]) -> Any:
@@ -159,11 +160,13 @@ def tool_choice(choice: Any, names: set[str]) -> Any:
         if choice not in _CHOICE_MODES:
             raise bad("tool_choice", f"must be one of auto, none, required; got {choice!r}")
         return choice
-    if choice.get("type") == "function":
+    if choice.get("type") in ("function", "custom"):
         name = choice.get("name")
         if not isinstance(name, str) or name not in names:
-            raise bad("tool_choice.name", f"no function tool named {name!r}")
+            raise bad("tool_choice.name", f"no {choice['type']} tool named {name!r}")
         return {"type": "function", "function": {"name": name}}
+    if choice.get("type") == "local_shell" and "local_shell" in names:
+        return {"type": "function", "function": {"name": "local_shell"}}
     return None
 
 
@@ -196,10 +199,14 @@ def _take_item(item: JSON, where: str, messages: list[Message]) -> None:
         messages.append(_message(item, where))
     elif kind == "function_call":
         _function_call(item, where, messages)
-    elif kind == "function_call_output":
-        call_id = item.get("call_id")
+    elif kind in ("custom_tool_call", "local_shell_call"):
+        _own_call(item, where, messages)
+    elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
+        # The SDK's local_shell_call_output names its call by `id`; Codex answers
+        # every call with a `call_id`.
+        call_id = item.get("call_id", item.get("id") if kind == "local_shell_call_output" else None)
         if not isinstance(call_id, str) or not call_id:
-            raise bad(f"{where}.call_id", "a function_call_output needs the call's call_id")
+            raise bad(f"{where}.call_id", f"a {kind} needs the call's call_id")
         messages.append({"role": "tool", "tool_call_id": call_id,
                          "content": _output_text(item.get("output"), f"{where}.output")})
     elif kind == "reasoning":
@@ -245,8 +252,25 @@ def _function_call(item: JSON, where: str, messages: list[Message]) -> None:
     for key in ("call_id", "name", "arguments"):
         if not isinstance(item.get(key), str):
             raise bad(f"{where}.{key}", "must be a string")
-    call = {"id": item["call_id"], "type": "function",
-            "function": {"name": item["name"], "arguments": item["arguments"]}}
+    _append_call(item["call_id"], item["name"], item["arguments"], messages)
+
+
+def _own_call(item: JSON, where: str, messages: list[Message]) -> None:
+    """A custom_tool_call / local_shell_call the model made earlier, as a chat call."""
+    custom = item["type"] == "custom_tool_call"
+    keys = ("call_id", "name", "input") if custom else ("call_id",)
+    for key in keys:
+        if not isinstance(item.get(key), str):
+            raise bad(f"{where}.{key}", "must be a string")
+    if not custom and not isinstance(item.get("action"), dict):
+        raise bad(f"{where}.action", "a local_shell_call needs its exec action")
+    name = item["name"] if custom else "local_shell"
+    _append_call(item["call_id"], name, chat_arguments(item), messages)
+
+
+def _append_call(call_id: str, name: str, arguments: str, messages: list[Message]) -> None:
+    call = {"id": call_id, "type": "function",
+            "function": {"name": name, "arguments": arguments}}
     last = messages[-1] if messages else None
     if last is not None and last["role"] == "assistant":
         # Calls that follow the assistant's text (or other calls) are one chat turn.

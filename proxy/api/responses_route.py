@@ -65,7 +65,7 @@ async def _handle(ex: Exchange, store: ResponsesStore) -> Response:
     translated = to_chat(body, history)
     ex.record.tools_stripped += translated.stripped
     output = await chat_chunks(ex, translated.chat)
-    builder = ResponseBuilder(_echo(body, translated))
+    builder = ResponseBuilder(_echo(body, translated), kinds=translated.kinds)
     keep = store if body.get("store") is not False else None
     if body.get("stream"):
         # The flow's own close runs at the response's end too (it runs once): if the

@@ -38,6 +38,7 @@ _PROFILE_FIELDS: Mapping[str, str] = {
     "parallel_tool_calls": "parallel_tool_calls",
     "tool_format": "tool_format",
     "fallback": "fallback",
+    "tool_support": "tool_support",
     "recover_text_calls": "recover_text_calls",
     "reasoning": "reasoning",
     "stream_tools": "stream_tools",
@@ -186,6 +187,12 @@ def _merge(model: str, layers: list[tuple[str, ModelEntry]]) -> Profile:
             elif name == "system_prompt" and entry.system_prompt is not None:
                 if _update(prompt, entry.system_prompt.model_dump(exclude_unset=True)):
                     sources["system_prompt"] = origin
+            elif origin == "learned" and name == "tools" and entry.tools in ("off", "emulate"):
+                # Files written before `tool_support` recorded a refusal as the rung it
+                # led to: read that as the fact, so the fallback in force decides.
+                refused = getattr(entry, "source", None) != "probe"
+                values["tool_support"] = "refused" if refused else "none"
+                sources["tool_support"] = origin
             elif name in _PROFILE_FIELDS:
                 field = _PROFILE_FIELDS[name]
                 values[field] = _profile_value(getattr(entry, name))

@@ -30,6 +30,7 @@ from proxy.types import (
     ReasoningPolicy,
     RequiredChoice,
     ToolMode,
+    ToolSupport,
 )
 
 # Every registered text format is a valid tool_format: adding a format module is enough.
@@ -176,6 +177,8 @@ class ModelEntry(_Entry):
     tool_format: Annotated[str, AfterValidator(_check_tool_format)] | None = None
     """null: no format (nothing to emulate or recover with)."""
     fallback: Fallback | None = None
+    tool_support: ToolSupport | None = None
+    """a fact (learned, or stated by a person): native tools refused / none."""
     recover_text_calls: bool | None = None
     reasoning: ReasoningPolicy | None = None
     stream_tools: bool | None = None
@@ -221,6 +224,7 @@ class ModelEntry(_Entry):
         "system_role",
         "drop_tool_choice",
         "fallback",
+        "tool_support",
         "recover_text_calls",
         "reasoning",
         "stream_tools",

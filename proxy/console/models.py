@@ -8,6 +8,7 @@ from typing import Any
 
 from proxy.api.admin import known_models
 from proxy.capabilities.schema import BOOKKEEPING, is_glob
+from proxy.flow.retry import tool_mode
 from proxy.services import LISTING_TTL, Services
 from proxy.settings import redact_url
 
@@ -38,7 +39,7 @@ def _model(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:
         "name": name,
         "known_from": origins,
         "upstream": redact_url(svc.pick_upstream(name).root),
-        "tools": profile.tools,
+        "tools": tool_mode(profile),  # what a request with tools gets now
         "tool_format": profile.tool_format,
         "profile": fields,
         "sources": {key: source_kind(sources.get(key)) for key in fields},

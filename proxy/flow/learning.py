@@ -47,10 +47,10 @@ _Fields = tuple[dict[str, Any], FactSource, str | None]
 
 
 def _tools_refused(detail: Mapping[str, Any]) -> _Fields | None:
-    rung = detail.get("rung")
-    if rung not in ("off", "emulate"):
+    # The fact, not the rung it led to: `fallback` (the person's) decides the rung.
+    if detail.get("rung") not in ("off", "emulate"):
         return None
-    return {"tools": rung}, "runtime_error", _text(detail.get("evidence"))
+    return {"tool_support": "refused"}, "runtime_error", _text(detail.get("evidence"))
 
 
 def _tool_choice_refused(detail: Mapping[str, Any]) -> _Fields | None:
@@ -71,7 +71,8 @@ def _probe(detail: Mapping[str, Any]) -> _Fields | None:
     tools = detail.get("tools")
     if not isinstance(tools, bool):
         return None
-    return {"tools": "native" if tools else "off"}, "probe", _text(detail.get("evidence"))
+    found = {"tools": "native"} if tools else {"tool_support": "none"}
+    return found, "probe", _text(detail.get("evidence"))
 
 
 def _quirk(fields: dict[str, Any]) -> Callable[[Mapping[str, Any]], _Fields | None]:
@@ -114,10 +115,11 @@ def _rule(make: Callable[[Mapping[str, Any]], _Fields | None], *writes: str) -> 
 
 # Observation kind -> fact; kinds not listed (call_dropped, rung_used, ...) are counts.
 _RULES: Mapping[str, _Rule] = {
-    "tools_refused": _rule(_tools_refused, "tools"),
+    # `tools` too: a fact from a replica still on an older toolshim says `tools: off`.
+    "tools_refused": _rule(_tools_refused, "tool_support", "tools"),
     "tool_choice_refused": _rule(_tool_choice_refused, "drop_tool_choice"),
     "text_calls_recovered": _rule(_text_calls_recovered, "tool_format"),
-    "probe": _rule(_probe, "tools"),
+    "probe": _rule(_probe, "tools", "tool_support"),
     "stream_tools_failed": _rule(_quirk({"stream_tools": False}), "stream_tools"),
     "required_choice_failed": _rule(_quirk({"required_tool_choice": "rewrite"}),
                                     "required_tool_choice"),
@@ -126,6 +128,11 @@ _RULES: Mapping[str, _Rule] = {
     "correction": _rule(_correction, "correction"),
     "reasoning_open": _rule(_reasoning_open, "starts_in_reasoning"),
 }
+
+_SUPERSEDES: Mapping[str, tuple[str, ...]] = {"tool_support": ("tools",),
+                                              "tools": ("tool_support",)}
+"""A learned tool fact replaces the other kind: a refusal retires a learned `tools`
+(an older file's `tools: off` included), a probe that finds tools a refusal."""
 
 LEARNED_FIELDS: frozenset[str] = frozenset(
     {"validation"}.union(*(rule.writes for rule in _RULES.values())))
@@ -203,6 +210,8 @@ def merge_fact(entry: object | None, fact: LearnedFact) -> dict[str, Any]:
         # A count, not a finding: the entry's own provenance stays as it was.
         return merged | {k: known[k] for k in PROVENANCE if k in known}
     for name, value in fact.fields.items():
+        for old in _SUPERSEDES.get(name, ()):
+            merged.pop(old, None)
         if name in _COUNTED:
             merged[name] = _added(merged.get(name), value, at=fact.at)
         elif isinstance(value, (list, tuple)):

@@ -10,20 +10,28 @@ goes strictly down the ladder native -> native without tool_choice -> fallback
 from __future__ import annotations
 
 from proxy.backends.refusals import Refusal
-from proxy.types import Plan, Profile
+from proxy.types import Plan, Profile, ToolMode
 
 MAX_RETRIES = 2
+
+
+def tool_mode(profile: Profile) -> ToolMode:
+    """The mode a request with tools gets: a model known to lack native tools
+    (`tool_support`) goes to the fallback in force, which a person may change after
+    the fact was learned; a person's explicit `tools:` still wins."""
+    if profile.tools in ("off", "emulate"):
+        return profile.tools
+    if profile.tool_support is not None and _may_step_down(profile):
+        return profile.fallback
+    return profile.tools
 
 
 def initial_plan(profile: Profile, has_tools: bool) -> Plan:
     """The first rung for a request, from the model's resolved tool mode."""
     if not has_tools:
         return Plan("native")  # nothing to strip or describe
-    if profile.tools == "off":
-        return Plan("off")
-    if profile.tools == "emulate":
-        return Plan("emulate")
-    return Plan("native")
+    mode = tool_mode(profile)
+    return Plan(mode) if mode in ("off", "emulate") else Plan("native")
 
 
 def next_plan(plan: Plan, refusal: Refusal | None, profile: Profile, attempt: int) -> Plan | None:

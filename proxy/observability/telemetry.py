@@ -50,6 +50,8 @@ class RequestRecord:
     """The context window asked of Ollama's /api/chat, when one was."""
     context: str | None = None
     """What num_ctx: auto / context_guard did: raise, trim, reject or send."""
+    emulated_chars: int = 0
+    """characters the emulated tools' description added to the prompt."""
 
     def as_log(self) -> dict[str, Any]:
         # vars(), not asdict(): no deep copy on the per-request path. Unset fields (None,

@@ -217,8 +217,8 @@ async def test_cli_all_models_prints_and_records(tmp_path: Path) -> None:
     caps, problems = parse_capabilities(path.read_text(), str(path))
     assert caps is not None, problems
     assert caps.learned["qwen3:8b"].tools == "native"
-    assert (caps.learned["gemma3:4b"].tools, caps.learned["gemma3:4b"].source,
-            caps.learned["gemma3:4b"].upstream) == ("off", "probe", ROOT)
+    assert (caps.learned["gemma3:4b"].tool_support, caps.learned["gemma3:4b"].source,
+            caps.learned["gemma3:4b"].upstream) == ("none", "probe", ROOT)
 
 
 @respx.mock

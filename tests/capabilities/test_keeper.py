@@ -44,7 +44,7 @@ def test_writes_are_coalesced_and_leave_the_callers_thread(tmp_path: Path) -> No
     try:
         for i in range(50):
             store.record([fact(f"m{i}:1b")])
-            assert store.profile(f"m{i}:1b").tools == "off"  # in force at once
+            assert store.profile(f"m{i}:1b").tool_support == "refused"  # in force at once
         wait_for(lambda: sum(n for n, _ in batches) == 50)
     finally:
         store.close()
@@ -101,4 +101,4 @@ def test_learned_in_memory_stays_bounded_when_nothing_can_be_written(tmp_path: P
     for i in range(20):
         store.record([fact(f"m{i}:1b")])
     assert len(store.capabilities().learned) <= 5 and store.pending() <= 5
-    assert store.profile("m19:1b").tools == "off"
+    assert store.profile("m19:1b").tool_support == "refused"

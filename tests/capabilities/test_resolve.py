@@ -91,6 +91,7 @@ def test_precedence_field_by_field() -> None:
     assert profile.max_tools == 7  # most specific glob beats less specific, learned, defaults
     assert profile.tool_format == "qwen3_coder_xml"
     assert profile.tools == "emulate"  # any glob beats learned
+    assert profile.tool_support == "none"  # the old learned `tools: off` of a probe, as the fact
     assert profile.reasoning == "strip"  # learned beats defaults
     assert profile.fallback == "emulate"  # defaults beat built-in
     assert profile.invalid_tool_calls == BUILTIN.invalid_tool_calls  # set nowhere
@@ -98,6 +99,7 @@ def test_precedence_field_by_field() -> None:
         "tools": "models:qwen*",
         "max_tools": "models:qwen3*",
         "fallback": "defaults",
+        "tool_support": "learned",
         "reasoning": "learned",
         "tool_format": "models:qwen3*",
         "system_role": "models:qwen3:8b",
@@ -139,10 +141,28 @@ def test_exact_key_is_normalised() -> None:
 
 
 def test_learned_key_is_normalised() -> None:
-    c = caps(learned={"custom": {"tools": "off", "source": "runtime_error", "at": AT}})
+    c = caps(learned={"custom": {"tool_support": "refused", "source": "runtime_error", "at": AT}})
     profile = resolve_profile(c, "custom:latest")
-    assert profile.tools == "off"
-    assert dict(profile.sources) == {"tools": "learned"}  # bookkeeping keys are not fields
+    assert profile.tool_support == "refused" and profile.tools == "auto"
+    assert dict(profile.sources) == {"tool_support": "learned"}  # bookkeeping keys are not fields
+
+
+@pytest.mark.parametrize(("written", "source", "fact"), [
+    ("off", "runtime_error", "refused"), ("emulate", "runtime_error", "refused"),
+    ("off", "probe", "none")])
+def test_an_older_learned_rung_is_read_as_the_fact(written: str, source: str, fact: str) -> None:
+    # Files written before tool_support said `tools: off` (or the fallback's rung):
+    # the fact is read, and the fallback in force decides the rung.
+    c = caps(learned={"custom": {"tools": written, "source": source, "at": AT}})
+    profile = resolve_profile(c, "custom")
+    assert (profile.tools, profile.tool_support, profile.fallback) == ("auto", fact, "emulate")
+    assert dict(profile.sources) == {"tool_support": "learned"}
+
+
+def test_a_learned_native_tools_stays_a_mode() -> None:
+    c = caps(learned={"custom": {"tools": "native", "source": "probe", "at": AT}})
+    profile = resolve_profile(c, "custom")
+    assert (profile.tools, profile.tool_support) == ("native", None)
 
 
 @pytest.mark.parametrize(
@@ -303,6 +323,8 @@ def test_field_set_nowhere_is_the_builtin_default(
     profile = resolve_profile(c, model)
     applied = [entry for _, entry in Resolver.build(c).layers(model)]
     touched = {_field(n) for entry in applied for n in entry.model_fields_set}
+    if "tools" in touched:
+        touched.add("tool_support")  # a learned `tools: off` of an older file is that fact
     for field in dataclasses.fields(Profile):
         if field.name in ("model", "sources"):
             continue

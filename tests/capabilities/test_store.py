@@ -201,7 +201,7 @@ def test_fact_applies_to_next_profile_and_repeat_is_not_rewritten(cap_file: Path
     store = CapabilityStore(cap_file, check_interval=0)
     assert store.profile("custom").tools == "auto"
     store.record([fact("custom")])
-    assert store.profile("custom").tools == "off"
+    assert store.profile("custom").tool_support == "refused"
     assert store.has_entry("custom")
     mtime = cap_file.stat().st_mtime_ns
     generation = store.generation
@@ -299,7 +299,7 @@ def test_invalid_file_on_disk_is_never_clobbered(cap_file: Path) -> None:
     cap_file.write_text(half_done)
     store.record([fact("custom")])
     assert cap_file.read_text() == half_done
-    assert store.profile("custom").tools == "off"
+    assert store.profile("custom").tool_support == "refused"
     cap_file.write_text(BASE)
     store.record([fact("other")])  # the fact kept in memory is written with the next one
     assert {"custom:latest", "other:latest"} <= set(load(cap_file).learned)
@@ -314,7 +314,7 @@ def test_read_only_file_keeps_fact_in_memory_and_logs_once(
         store.record([fact("a")])
         store.record([fact("b")])
     assert cap_file.read_text() == BASE
-    assert store.profile("a").tools == "off" and store.profile("b").tools == "off"
+    assert store.profile("a").tool_support == "refused" and store.profile("b").tool_support == "refused"
     assert len(caplog.records) == 1 and "read-only" in caplog.records[0].getMessage()
 
 
@@ -330,7 +330,7 @@ def test_disk_full_keeps_fact_in_memory(
         store.record([fact("a")])
         store.record([fact("b")])
     assert cap_file.read_text() == BASE
-    assert store.profile("b").tools == "off"
+    assert store.profile("b").tool_support == "refused"
     assert len(caplog.records) == 1
     assert [p.name for p in cap_file.parent.iterdir() if p.suffix == ".tmp"] == []
 

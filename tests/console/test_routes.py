@@ -102,7 +102,8 @@ async def test_models_lists_upstream_and_file_models_with_provenance(
     assert qwen["sources"]["tools"]["kind"] == "built-in"
     assert "models" in qwen["known_from"] and "upstream" in qwen["known_from"]
     gemma = models["gemma3:4b"]
-    assert gemma["tools"] == "off" and gemma["sources"]["tools"]["kind"] == "learned"
+    # Learned as the fact; the shipped fallback decides what requests get.
+    assert gemma["tools"] == "emulate" and gemma["sources"]["tool_support"]["kind"] == "learned"
     assert gemma["sources"]["max_tools"] == {"kind": "glob", "label": "gemma*"}
     assert gemma["learned"]["source"] == "runtime_error" and gemma["validation"] is None
     assert models["llama3.2:latest"]["known_from"] == ["upstream"]
@@ -133,7 +134,7 @@ async def test_models_shows_a_reload_error_and_keeps_the_last_good_version(
             break
         await asyncio.sleep(0.02)
     assert "tools" in body["last_reload_error"] and str(caps_file) in body["last_reload_error"]
-    assert {m["name"]: m for m in body["models"]}["gemma3:4b"]["tools"] == "off"
+    assert {m["name"]: m for m in body["models"]}["gemma3:4b"]["tools"] == "emulate"
 
 
 async def test_requests_keeps_the_last_n_without_prompts(
@@ -149,8 +150,8 @@ async def test_requests_keeps_the_last_n_without_prompts(
     body = (await http.get("/admin/requests")).json()
     assert body["capacity"] == 2 and len(body["requests"]) == 2
     newest, older = body["requests"]
-    assert newest["model"] == "gemma3:4b" and newest["rung"] == "off"
-    assert newest["tools_stripped"] == 1 and newest["status"] == 200
+    assert newest["model"] == "gemma3:4b" and newest["rung"] == "emulate"
+    assert newest["tools_stripped"] == 0 and newest["status"] == 200
     assert older["model"] == "qwen3:8b" and older["calls_kept"] == 1
     assert older["upstream_ms"] > 0 and older["overhead_ms"] >= 0
     assert "hi there" not in orjson.dumps(body).decode()
@@ -220,9 +221,9 @@ async def test_bench_streams_and_records_a_refusal_and_retry(
     assert refused["status"] == 400 and "does not support tools" in refused["body"]
     assert answered["body"].startswith("data: ") and answered["body"].endswith("[DONE]\n\n")
     assert "Hello from mistral:7b" not in answered["body"]  # pieces, not joined text
-    assert body["client_got"]["headers"]["x-toolshim-rung"] == "off"
+    assert body["client_got"]["headers"]["x-toolshim-rung"] == "emulate"
     assert body["client_got"]["body"].rstrip().endswith("data: [DONE]")
-    assert {n["kind"] for n in body["notes"]} >= {"tools_refused", "tools_stripped"}
+    assert {n["kind"] for n in body["notes"]} >= {"tools_refused"}  # then emulated: nothing stripped
 
 
 @pytest.mark.parametrize(("payload", "param"), [

@@ -98,7 +98,7 @@ def test_fact_learned_while_the_file_is_invalid_is_written_once_it_is_fixed(
     with serve(create_app(make_settings(probe=False, reload_interval=0.05))) as url:
         raw = new_sdk(url).chat.completions.with_raw_response.create(
             model="refuser:1b", messages=MSG, tools=TOOLS)
-        assert raw.headers["x-toolshim-rung"] == "off"
+        assert raw.headers["x-toolshim-rung"] == "emulate"
         time.sleep(0.3)
         assert caps_path.read_text() == broken  # never clobbered
         assert _facts_written(url) == 0  # nothing written yet, so nothing counted
@@ -157,7 +157,7 @@ def test_learned_keys_keep_the_clients_spelling(
         sdk.chat.completions.create(model=name, messages=MSG, tools=TOOLS)
         _wait_for(lambda: name in _learned(caps_path))
         models = httpx.get(url + "/admin/capabilities").json()["models"]
-        assert models[name]["profile"]["tools"] == "off"
+        assert models[name]["profile"]["tool_support"] == "refused"
         again = sdk.chat.completions.with_raw_response.create(model=name, messages=MSG,
                                                               tools=TOOLS)
         assert "x-toolshim-retries" not in again.headers

@@ -11,6 +11,7 @@ from typing import Any
 import openai
 import pytest
 from ruamel.yaml import YAML
+from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply
 from support.inprocess import InProcessApps
 from support.servers import serve
@@ -54,14 +55,18 @@ def test_refusal_is_retried_learned_and_remembered(new_sdk: Callable[..., openai
         raw = sdk.chat.completions.with_raw_response.create(
             model="gemma3:4b", messages=MSG, tools=TOOLS)
         assert raw.parse().choices[0].message.content == "Hello from gemma3:4b"
-        assert raw.headers["x-toolshim-rung"] == "off"
+        # The shipped fallback is emulate: the tools are described in the prompt.
+        assert raw.headers["x-toolshim-rung"] == "emulate"
         assert raw.headers["x-toolshim-retries"] == "1"
         sent = fake.chat_requests()
         assert "tools" in sent[0] and "tools" not in sent[1]
+        assert "get_weather" in sent[1]["messages"][0]["content"]
 
         _wait_for(lambda: "gemma3:4b" in _learned(caps_path))
         entry = _learned(caps_path)["gemma3:4b"]
-        assert entry["tools"] == "off" and entry["source"] == "runtime_error"
+        # The fact is learned, not the rung: the fallback in force decides.
+        assert "tools" not in entry
+        assert entry["tool_support"] == "refused" and entry["source"] == "runtime_error"
         assert entry["upstream"] == settings.upstreams[0]
         assert entry["at"].endswith("Z")
         assert "does not support tools" in entry["evidence"]
@@ -71,6 +76,7 @@ def test_refusal_is_retried_learned_and_remembered(new_sdk: Callable[..., openai
         again = sdk.chat.completions.with_raw_response.create(
             model="gemma3:4b", messages=MSG, tools=TOOLS)
         assert "x-toolshim-retries" not in again.headers
+        assert again.headers["x-toolshim-rung"] == "emulate"
         assert len(fake.chat_requests()) == before + 1
         assert "tools" not in fake.chat_requests()[-1]
 
@@ -124,6 +130,52 @@ def test_other_errors_are_not_mistaken_for_refusals(new_sdk: Callable[..., opena
             raise AssertionError("404 expected")
     assert len(fake.chat_requests()) == 1
     assert _learned(caps_path) == {}
+
+
+OLD_LEARNED = """version: 1
+learned:
+  "gemma3:4b":
+    tools: off
+    source: runtime_error
+    at: "2026-11-22T10:00:00Z"
+    evidence: "registry.ollama.ai/library/gemma3:4b does not support tools"
+"""
+
+
+def _rung(sdk: openai.OpenAI) -> str:
+    raw = sdk.chat.completions.with_raw_response.create(model="gemma3:4b", messages=MSG,
+                                                        tools=TOOLS)
+    return raw.headers["x-toolshim-rung"]
+
+
+@pytest.mark.parametrize("person", [
+    "defaults:\n  fallback: off\n", "models:\n  \"gemma3:*\":\n    fallback: off\n"])
+def test_a_persons_fallback_decides_for_a_model_learned_before_and_after(
+        new_sdk: Callable[..., openai.OpenAI], fake: FakeOllama,
+        make_settings: Callable[..., Settings], caps_path: Path, person: str) -> None:
+    # An older file's learned `tools: off` is read as the fact (refused): with the
+    # shipped fallback the model gets emulation, and a person's `fallback: off`
+    # written later (in defaults or a glob) takes effect without touching learned:.
+    caps_path.write_text(OLD_LEARNED)
+    fake.add_model("gemma3:1b", tools=False)
+    with serve(create_app(make_settings(probe=False))) as url:
+        sdk = new_sdk(url)
+        assert _rung(sdk) == "emulate"
+        assert len(fake.chat_requests()) == 1  # straight to the fallback, no refusal first
+        edit_and_wait(caps_path, OLD_LEARNED.replace("learned:", person + "learned:"), url)
+        assert _rung(sdk) == "off"
+        sent = fake.chat_requests()[-1]
+        assert "tools" not in sent and "get_weather" not in str(sent["messages"])
+        # Learned after: a model refused now follows the same person's fallback.
+        raw = sdk.chat.completions.with_raw_response.create(model="gemma3:1b", messages=MSG,
+                                                            tools=TOOLS)
+        assert raw.headers["x-toolshim-rung"] == "off"
+        _wait_for(lambda: "gemma3:1b" in _learned(caps_path))
+        assert _learned(caps_path)["gemma3:1b"]["tool_support"] == "refused"
+        edit_and_wait(caps_path, caps_path.read_text().replace(person, ""), url)
+        raw = sdk.chat.completions.with_raw_response.create(model="gemma3:1b", messages=MSG,
+                                                            tools=TOOLS)
+        assert raw.headers["x-toolshim-rung"] == "emulate"
 
 
 def _read(answer: Any) -> None:
@@ -194,4 +246,4 @@ def test_each_fact_written_is_one_info_line(
     lines = [r for r in caplog.records if "learned 'gemma3:4b'" in r.getMessage()]
     assert [r.levelno for r in lines] == [logging.INFO]
     assert lines[0].getMessage() == \
-        f"{caps_path}: learned 'gemma3:4b': tools='off' (source: runtime_error)"
+        f"{caps_path}: learned 'gemma3:4b': tool_support='refused' (source: runtime_error)"

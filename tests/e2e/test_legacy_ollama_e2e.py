@@ -53,6 +53,6 @@ def test_legacy_refusal_type_is_recognised(
     fake, url = legacy_url
     raw = new_sdk(url).chat.completions.with_raw_response.create(
         model="gemma3:4b", messages=MSG, tools=TOOLS)
-    assert raw.headers["x-toolshim-rung"] == "off"
+    assert raw.headers["x-toolshim-rung"] == "emulate"
     assert raw.parse().choices[0].message.content == "Hello from gemma3:4b"
     assert [("tools" in r) for r in fake.chat_requests()] == [True, False]

@@ -269,7 +269,8 @@ def test_native_refusal_is_retried_and_learned(start: Callable[..., openai.OpenA
     assert raw.headers["x-toolshim-retries"] == "1"
     first, second = native.native_requests()
     assert first.get("tools") and not second.get("tools")
-    _wait_for(lambda: _learned(caps_path).get("gemma3:4b", {}).get("tools") == "off")
+    _wait_for(lambda: _learned(caps_path).get("gemma3:4b", {}).get("tool_support")
+              == "refused")
     assert "does not support tools" in _learned(caps_path)["gemma3:4b"]["evidence"]
 
 

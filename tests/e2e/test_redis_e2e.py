@@ -98,7 +98,7 @@ def test_a_refusal_learned_by_one_replica_reaches_the_others(
     assert not any("tools" in body for body in sent)
     for replica in others:
         _until(lambda r=replica: "gemma3:4b" in _learned(r.caps), 10, f"{replica.caps} unchanged")
-        assert _learned(replica.caps)["gemma3:4b"]["tools"] == "off"
+        assert _learned(replica.caps)["gemma3:4b"]["tool_support"] == "refused"
 
 
 def test_fleet_wide_concurrency_holds_across_processes(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -285,18 +286,33 @@ def test_only_hosted_tools_send_none(client: openai.OpenAI, fake: FakeOllama) ->
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_refusal_retries_without_tools(fake: FakeOllama, new_sdk: Callable[..., openai.OpenAI],
-                                       make_settings: Callable[..., Any], stream: bool) -> None:
-    fake.reply("gemma3:4b", Reply(content=["no tools here"]))
+def test_refusal_retries_with_emulated_tools(fake: FakeOllama,
+                                             new_sdk: Callable[..., openai.OpenAI],
+                                             make_settings: Callable[..., Any],
+                                             stream: bool,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="toolshim")
+    # Ollama's exact 400 for a model without tools: the shipped fallback describes the
+    # tools in the prompt, and the call the model writes as text comes back as a call.
+    fake.reply("gemma3:4b", Reply(content=[
+        'Checking.\n<tool_call>\n{"name": "get_weather", ', '"arguments": {"city": "Oslo"}}',
+        "\n</tool_call>"]))
     with serve(create_app(make_settings(probe=False))) as url:
         raw = new_sdk(url).responses.with_raw_response.create(
             model="gemma3:4b", input="hi", tools=[WEATHER], stream=stream)
         assert raw.headers["x-toolshim-retries"] == "1"
-        assert raw.headers["x-toolshim-rung"] == "off"
+        assert raw.headers["x-toolshim-rung"] == "emulate"
         done = raw.parse() if not stream else list(raw.parse())[-1].response
-    assert done.output_text == "no tools here"
+    calls = [item for item in done.output if item.type == "function_call"]
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("get_weather", {"city": "Oslo"})]
     sent = fake.chat_requests()
     assert "tools" in sent[0] and "tools" not in sent[1]
+    assert "get_weather" in sent[1]["messages"][0]["content"]
+    # The log line says how much of the prompt the description took.
+    [line] = [r for r in request_lines(caplog) if r["endpoint"] == "responses"]
+    assert line["rung"] == "emulate"
+    assert line["emulated_chars"] == len(sent[1]["messages"][0]["content"])
 
 
 @pytest.mark.parametrize("stream", [False, True])

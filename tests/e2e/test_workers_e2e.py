@@ -75,7 +75,7 @@ def test_workers_learn_together(new_sdk: Callable[..., openai.OpenAI],
     while set(_learned(caps_path)) != set(REFUSING):
         assert time.monotonic() < deadline, _learned(caps_path)
         time.sleep(0.05)
-    assert all(e["tools"] == "off" for e in _learned(caps_path).values())
+    assert all(e["tool_support"] == "refused" for e in _learned(caps_path).values())
     time.sleep(0.5)  # every worker notices the file changed
 
     before = len(fake.chat_requests())

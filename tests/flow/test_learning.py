@@ -24,15 +24,29 @@ MSG = "registry.ollama.ai/library/gemma3:4b does not support tools"
 def test_tools_refused_becomes_runtime_error_fact() -> None:
     obs = Observation("gemma3:4b", "tools_refused", {"rung": "off", "evidence": MSG})
     assert facts_from([obs], AT, "http://ollama:11434") == [
-        LearnedFact("gemma3:4b", {"tools": "off"}, "runtime_error", AT, MSG, "http://ollama:11434")
+        LearnedFact("gemma3:4b", {"tool_support": "refused"}, "runtime_error", AT, MSG,
+                    "http://ollama:11434")
     ]
 
 
-def test_tools_refused_to_emulate() -> None:
+def test_tools_refused_to_emulate_is_the_same_fact() -> None:
+    # What was refused is learned, not the rung the fallback chose: a person's later
+    # `fallback:` then decides for this model too.
     obs = Observation("m", "tools_refused", {"rung": "emulate", "evidence": MSG})
     [fact] = facts_from([obs], AT, None)
-    assert fact.fields == {"tools": "emulate"}
+    assert fact.fields == {"tool_support": "refused"}
     assert fact.upstream is None
+
+
+def test_a_refusal_retires_an_older_learned_rung_and_a_probe_the_refusal() -> None:
+    old = {"tools": "off", "reasoning": "strip", "source": "runtime_error", "at": AT}
+    refused = LearnedFact("m", {"tool_support": "refused"}, "runtime_error", AT, MSG)
+    assert fact_is_news(old, refused)
+    merged = merge_fact(old, refused)
+    assert "tools" not in merged and merged["tool_support"] == "refused"
+    assert merged["reasoning"] == "strip"
+    found = LearnedFact("m", {"tools": "native"}, "probe", AT)
+    assert "tool_support" not in merge_fact(merged, found)
 
 
 def test_tool_choice_refused_records_the_value() -> None:
@@ -48,12 +62,13 @@ def test_recovered_text_format_is_observed() -> None:
     assert (fact.fields, fact.source, fact.evidence) == ({"tool_format": "hermes"}, "observed", None)
 
 
-@pytest.mark.parametrize(("tools", "mode"), [(True, "native"), (False, "off")])
-def test_probe_answer(tools: bool, mode: str) -> None:
+@pytest.mark.parametrize(("tools", "fields"), [
+    (True, {"tools": "native"}), (False, {"tool_support": "none"})])
+def test_probe_answer(tools: bool, fields: dict[str, str]) -> None:
     obs = Observation("m", "probe", {"tools": tools, "evidence": "/api/show capabilities: []"})
     [fact] = facts_from([obs], AT, None)
     assert (fact.fields, fact.source, fact.evidence) == (
-        {"tools": mode}, "probe", "/api/show capabilities: []")
+        fields, "probe", "/api/show capabilities: []")
 
 
 @pytest.mark.parametrize(
@@ -83,8 +98,8 @@ def test_duplicates_collapse_but_models_stay_apart() -> None:
     c = Observation("a", "tool_choice_refused", {"value": "required"})
     facts = facts_from([a, a2, b, c, c], AT, None)
     assert [(f.model, dict(f.fields), f.evidence) for f in facts] == [
-        ("a", {"tools": "off"}, "1"),
-        ("b", {"tools": "off"}, "1"),
+        ("a", {"tool_support": "refused"}, "1"),
+        ("b", {"tool_support": "refused"}, "1"),
         ("a", {"drop_tool_choice": ["required"]}, None),
     ]
 
@@ -213,7 +228,7 @@ def test_every_fact_sets_only_learned_fields(obs: list[Observation]) -> None:
 
 def test_learned_fields_are_what_the_learners_write_and_nothing_a_person_owns() -> None:
     assert LEARNED_FIELDS == {
-        "tools", "drop_tool_choice", "tool_format", "stream_tools", "required_tool_choice",
+        "tools", "tool_support", "drop_tool_choice", "tool_format", "stream_tools", "required_tool_choice",
         "null_content", "chars_per_token", "correction", "starts_in_reasoning", "validation"}
     person_owned = {"server_tools", "system_prompt", "rename", "allow_tools", "deny_tools",
                     "ollama_options", "max_tools", "schema", "aliases"}

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from proxy.backends.refusals import Refusal
-from proxy.flow.retry import MAX_RETRIES, initial_plan, next_plan, rung_name
+from proxy.flow.retry import MAX_RETRIES, initial_plan, next_plan, rung_name, tool_mode
 from proxy.types import Fallback, Plan, Profile, ToolMode
 
 TOOLS = Refusal("tools", "ollama", "m does not support tools")
@@ -110,3 +110,21 @@ def test_rung_names() -> None:
     assert [rung_name(p) for p in (Plan("native"), Plan("native", drop_tool_choice=True),
                                    Plan("off"), Plan("emulate"))] == [
         "native", "native-no-tool-choice", "off", "emulate"]
+
+
+@pytest.mark.parametrize(("profile", "plan"), [
+    (Profile("m", tool_support="refused"), "emulate"),  # the shipped fallback
+    (Profile("m", tool_support="none", fallback="off"), "off"),
+    (Profile("m", tool_support="refused", tools="native", sources={"tools": "models:m"}),
+     "native"),  # a person's explicit native is never overruled
+    (Profile("m", tool_support="refused", tools="off"), "off"),
+    (Profile("m", tool_support="refused", tools="native", sources={"tools": "learned"}),
+     "emulate"),  # a learned guess is
+    (Profile("m"), "native"),  # mode auto: native first
+])
+def test_a_model_lacking_native_tools_starts_at_its_fallback(profile: Profile,
+                                                             plan: str) -> None:
+    assert initial_plan(profile, has_tools=True) == Plan(plan)  # type: ignore[arg-type]
+    assert tool_mode(profile) == (plan if profile.tools != "auto" or profile.tool_support
+                                  else "auto")
+    assert initial_plan(profile, has_tools=False) == Plan("native")

@@ -26,6 +26,7 @@ facts = st.builds(
     model=st.from_regex(r"[a-z][a-z0-9.\-]{0,12}(:[a-z0-9]{1,6})?", fullmatch=True),
     fields=st.one_of(
         st.sampled_from(["native", "off", "emulate"]).map(lambda v: {"tools": v}),
+        st.sampled_from(["refused", "none"]).map(lambda v: {"tool_support": v}),
         st.lists(st.sampled_from(["none", "auto", "required", "function"]), min_size=1,
                  unique=True).map(lambda v: {"drop_tool_choice": v}),
         st.sampled_from(["hermes", "llama3_json"]).map(lambda v: {"tool_format": v})),
@@ -111,3 +112,12 @@ def test_long_evidence_is_cut_to_fit() -> None:
                        evidence="why " * 5000)
     shared = decode(encode(fact, "r"))
     assert shared.fact.evidence is not None and len(shared.fact.evidence) <= 2000
+
+
+@pytest.mark.parametrize("value", ["refused", "none"])
+def test_a_tool_support_fact_may_cross(value: str) -> None:
+    # What a refusal or a probe teaches is shared across replicas like any learned fact.
+    fact = LearnedFact("gemma3:4b", {"tool_support": value}, "runtime_error",
+                       "2026-11-24T10:00:00Z")
+    assert refusal(fact) is None
+    assert decode(encode(fact, "host:1:ab")).fact == fact

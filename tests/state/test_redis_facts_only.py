@@ -104,7 +104,8 @@ async def test_configuration_in_redis_is_refused_never_applied(
         for fields in PERSON_OWNED:  # the same values again over pub/sub: still refused
             rdb.publish("toolshim:facts", _fact("qwen3:8b", fields))
         rdb.publish("toolshim:facts", _fact("phi3:mini", {"tools": "off"}))  # a real fact
-        await _until(lambda: svc.store.profile("phi3:mini").tools == "off", 2.0, "no fact")
+        await _until(lambda: svc.store.profile("phi3:mini").tool_support == "refused", 2.0,
+                     "no fact")
         profile = svc.store.profile("qwen3:8b")
         assert profile.tools != "off" and not profile.rename and not profile.server_tools
         assert profile.allow_tools is None and profile.max_tools == 64

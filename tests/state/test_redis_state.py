@@ -109,7 +109,7 @@ async def test_a_refusal_learned_by_one_app_reaches_the_other(
         assert a.svc.state.status() == b.svc.state.status() == "ok"
         assert await a.ask("gemma3:4b") == "Hello from gemma3:4b"
         assert [("tools" in r) for r in fake.chat_requests()] == [True, False]  # A paid once
-        await _until(lambda: b.svc.store.profile("gemma3:4b").tools == "off", 1.0,
+        await _until(lambda: b.svc.store.profile("gemma3:4b").tool_support == "refused", 1.0,
                      "B did not apply the fact within 1 s")
         assert await b.ask("gemma3:4b") == "Hello from gemma3:4b"
         assert len(fake.chat_requests()) == 3
@@ -117,9 +117,9 @@ async def test_a_refusal_learned_by_one_app_reaches_the_other(
         await _until(lambda: "gemma3:4b" in _learned(b_settings.capabilities), 5.0,
                      "B's file did not gain the fact")
     entry = _learned(b_settings.capabilities)["gemma3:4b"]
-    assert entry["tools"] == "off" and entry["source"] == "runtime_error"
-    stored = orjson.loads(rdb.hget("toolshim:facts:gemma3:4b", "tools") or b"")
-    assert stored["v"] == SCHEMA_VERSION and stored["fields"] == {"tools": "off"}
+    assert entry["tool_support"] == "refused" and entry["source"] == "runtime_error"
+    stored = orjson.loads(rdb.hget("toolshim:facts:gemma3:4b", "tool_support") or b"")
+    assert stored["v"] == SCHEMA_VERSION and stored["fields"] == {"tool_support": "refused"}
     assert stored["replica"] and stored["upstream"] == redact_url(a_settings.upstreams[0])
 
 
@@ -131,7 +131,7 @@ async def test_a_starting_app_loads_every_fact_first(
                      "A did not share")
     later = fleet_settings()
     async with running(later) as c:
-        assert c.svc.store.profile("gemma3:4b").tools == "off"  # before any request
+        assert c.svc.store.profile("gemma3:4b").tool_support == "refused"  # before any request
         await c.ask("gemma3:4b")
         assert "tools" not in fake.chat_requests()[-1]
         await _until(lambda: "gemma3:4b" in _learned(later.capabilities), 5.0, "file")
@@ -156,9 +156,10 @@ async def test_garbage_in_redis_is_ignored_with_a_log_line(
         rdb.publish("toolshim:facts", b"\xff\xfe garbage")
         rdb.publish("toolshim:facts", _garbage("gemma3:4b", fields={"tools": "upside-down"}))
         rdb.publish("toolshim:facts", _garbage("phi3:mini"))  # a good one after the bad ones
-        await _until(lambda: a.svc.store.profile("phi3:mini").tools == "off", 2.0,
+        # A fact from a replica on an older toolshim (`tools: off`) is read as the fact.
+        await _until(lambda: a.svc.store.profile("phi3:mini").tool_support == "refused", 2.0,
                      "the listener did not survive the garbage")
-        assert a.svc.store.profile("qwen3:8b").tools != "off"
+        assert a.svc.store.profile("qwen3:8b").tool_support is None
         assert await a.ask("qwen3:8b") == "Hello from qwen3:8b"
         assert "tools" in fake.chat_requests()[-1]
         scrape = (await a.http.get("/metrics")).text
@@ -180,7 +181,7 @@ async def test_a_model_is_probed_once_per_fleet(
         shows = [p for p in fake.paths if p == "/api/show"]
         assert len(shows) == 1
         assert all("tools" not in r for r in fake.chat_requests())  # no refusal anywhere
-        assert all(app.svc.store.profile("gemma3:4b").tools == "off" for app in apps)
+        assert all(app.svc.store.profile("gemma3:4b").tool_support == "none" for app in apps)
 
 
 async def test_redis_away_at_start_and_back_later(
@@ -201,7 +202,7 @@ async def test_redis_away_at_start_and_back_later(
         await _until(lambda: a.svc.state.status() == "ok", 5.0, "no resync")
         rdb = redis.Redis.from_url(redis_server.url)
         try:
-            assert rdb.hget("toolshim:facts:gemma3:4b", "tools")  # learned meanwhile, published
+            assert rdb.hget("toolshim:facts:gemma3:4b", "tool_support")  # learned meanwhile, published
         finally:
             rdb.close()
         assert (await a.http.get("/readyz")).json()["redis"] == "ok"

@@ -86,5 +86,15 @@ def emulate_tools(
     """In `emulate` mode: tools as text in profile.tool_format (default hermes)."""
     if plan.tools != "emulate":
         return request, []
-    fmt = get_format(profile.tool_format or DEFAULT_EMULATE_FORMAT)
-    return emulate_with(request, fmt), []
+    name = profile.tool_format or DEFAULT_EMULATE_FORMAT
+    out = emulate_with(request, get_format(name))
+    # The size the description added, for the log line: it costs the model's window.
+    added = _text_size(out) - _text_size(request)
+    return out, [Observation(profile.model, "tools_emulated",
+                             {"format": name, "chars": max(added, 0)})]
+
+
+def _text_size(request: ChatRequest) -> int:
+    """Characters of message text in `request` (string contents; cheap, no encoding)."""
+    return sum(len(m["content"]) for m in request.get("messages") or ()
+               if isinstance(m, dict) and isinstance(m.get("content"), str))

@@ -116,7 +116,10 @@ def test_default_hermes_format_through_the_pipeline() -> None:
     req = agent_request()
     req["tools"].append(weather_tool("rm"))
     out, observations = apply_request_steps(req, profile, EMULATE)
-    assert [o.kind for o in observations] == ["tools_stripped"]
+    assert [o.kind for o in observations] == ["tools_stripped", "tools_emulated"]
+    added = sum(len(m["content"]) for m in out["messages"] if isinstance(m["content"], str)) \
+        - sum(len(m["content"]) for m in req["messages"] if isinstance(m.get("content"), str))
+    assert observations[1].detail == {"format": "hermes", "chars": added}
     assert "tools" not in out and all(m["role"] != "tool" for m in out["messages"])
     system = out["messages"][0]["content"]
     assert system.startswith("Be brief.\n\n")
