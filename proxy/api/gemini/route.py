@@ -32,7 +32,7 @@ from proxy.api.relay import SseResponse, SseWriter
 from proxy.backends.context import estimate_tokens
 from proxy.errors import ApiError, check_model_name
 from proxy.flow.exchange import Exchange, call_headers
-from proxy.flow.translate import ChunkOut, as_chunks
+from proxy.flow.translate import ChunkOut
 from proxy.observability.telemetry import RequestRecord
 from proxy.scopes import cancel_scope
 from proxy.services import Services
@@ -125,7 +125,7 @@ class _GeminiStream(SseResponse):
                        SseWriter.over(send, self._encode))
 
     def _encode(self, batch: list[ChunkOut]) -> bytes:
-        return self.frame(self.builder.feed_all(as_chunks(batch)))
+        return self.frame(self.builder.feed_batch(batch))
 
 
 class _Framing:
@@ -151,11 +151,11 @@ class _Framing:
 
 async def _chunks(ex: Exchange, builder: AnswerBuilder, output: ChatOutput, frame: _Framing,
                   direct: SseWriter | None = None) -> AsyncIterator[bytes]:
-    batches = output.batches(direct)
+    batches = output.raw_batches(direct)
     try:
         async for batch in batches:
             if batch:  # an empty batch is the flow waiting: nothing empty is sent
-                piece = frame(builder.feed_all(batch))
+                piece = frame(builder.feed_batch(batch))
                 if piece:
                     yield piece
         yield frame([builder.finish()]) + frame.close()
