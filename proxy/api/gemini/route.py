@@ -30,6 +30,7 @@ from proxy.api.gemini.request import Translated, to_chat
 from proxy.api.hostile import MAX_DEPTH, containers_at_most
 from proxy.api.relay import SseResponse, SseWriter
 from proxy.backends.context import estimate_tokens
+from proxy.chat import aliased
 from proxy.errors import ApiError, check_model_name
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.translate import ChunkOut
@@ -65,7 +66,7 @@ async def _handle(ex: Exchange, target: tuple[str, str] | None) -> Response:
     if method == "countTokens":
         return _count(ex, translated)
     builder = AnswerBuilder(model, thoughts=translated.thoughts,
-                            prompt_tokens=_estimate(ex, model, len(raw)))
+                            prompt_tokens=_estimate(ex, ex.svc.served(model), len(raw)))
     output = await chat_chunks(ex, translated.chat)
     if stream:
         sse = ex.request.query_params.get("alt") == "sse"
@@ -98,8 +99,8 @@ def _estimate(ex: Exchange, model: str, chars: int) -> int:
 
 def _count(ex: Exchange, translated: Translated) -> Response:
     """`{"totalTokens": N}` by toolshim's own estimate of the translated request,
-    without running the model."""
-    chat = translated.chat
+    without running the model: the model that would serve it (an alias's target)."""
+    chat = aliased(ex, translated.chat)
     ex.record.model = chat["model"]
     count = _estimate(ex, chat["model"], len(orjson.dumps(chat)))
     ex.finish(200)
