@@ -9,11 +9,13 @@ are checked byte-level with raw HTTP as well.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from google import genai
 from google.genai import types
+from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
 
 WEATHER = types.FunctionDeclaration(
@@ -87,6 +89,29 @@ def test_count_tokens(gemini: genai.Client, fake: FakeOllama) -> None:
     counted = gemini.models.count_tokens(model="qwen3:8b", contents="hello there " * 50)
     assert counted.total_tokens and counted.total_tokens > 100
     assert len(fake.chat_requests()) == before  # no model run
+
+
+def test_count_tokens_and_model_through_an_alias(gemini: genai.Client, fake: FakeOllama,
+                                                 caps_path: Path, proxy_url: str) -> None:
+    """Gemini CLI asks for `gemini-2.5-pro`: mapped to a local model, the count is that
+    model's (its characters per token) and its entry describes it."""
+    prompt = "hello there " * 50
+    default = gemini.models.count_tokens(model="qwen3:8b", contents=prompt).total_tokens
+    edit_and_wait(caps_path, 'version: 1\naliases:\n  "gemini-*": "qwen3:8b"\n'
+                  '  "gemini-9-*": "nowhere:1b"\nmodels:\n  "qwen3*":\n'
+                  '    chars_per_token: 1\n', proxy_url)
+    local = gemini.models.count_tokens(model="qwen3:8b", contents=prompt).total_tokens
+    aliased = gemini.models.count_tokens(model="gemini-2.5-pro", contents=prompt).total_tokens
+    assert default and local and local > 2 * default  # the profile's ratio counts
+    assert aliased == local
+    entry = gemini.models.get(model="gemini-2.5-pro")
+    assert entry.name == "models/gemini-2.5-pro"  # the name the client asked for
+    assert entry.display_name == "qwen3:8b"
+    assert entry.description and "qwen3:8b" in entry.description
+    with pytest.raises(genai.errors.ClientError) as missing:
+        gemini.models.get(model="gemini-9-x")
+    assert missing.value.code == 404 and "nowhere:1b" in str(missing.value)
+    assert fake.chat_requests() == []  # no model run
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -20,6 +20,9 @@ from typing import Any
 import orjson
 
 from proxy.api.gemini.errors import envelope
+from proxy.api.plain_events import plain_head
+from proxy.flow.translate import ChunkOut, as_chunks
+from proxy.sse import SseFrames
 from proxy.types import JSON, Chunk
 
 _FINISH = {"length": "MAX_TOKENS", "content_filter": "SAFETY"}
@@ -49,6 +52,30 @@ class AnswerBuilder:
     def feed_all(self, chunks: list[Chunk]) -> list[JSON]:
         """The stream chunk for one batch: none when it carried no part."""
         parts: list[JSON] = []
+        self._feed_chunks(chunks, parts)
+        return self._batch_response(parts)
+
+    def feed_batch(self, batch: list[ChunkOut]) -> list[JSON]:
+        """`feed_all` for a batch as the flow hands it (dicts, or the upstream's bytes).
+
+        The plain content events that open a whole read in Ollama's shape (most of a
+        stream) are read for their texts alone (`plain_head`), without building every
+        chunk's dicts; the rest is decoded and fed as usual. The chunk is the same.
+        """
+        parts: list[JSON] = []
+        for item in batch:
+            if not isinstance(item, SseFrames):
+                self._feed_chunks(as_chunks([item]), parts)
+                continue
+            end, texts = plain_head(item)
+            text = "".join(texts)
+            if text:
+                _add_text(parts, text, thought=False)
+            if end < len(item):
+                self._feed_chunks(as_chunks([SseFrames(item[end:])]), parts)
+        return self._batch_response(parts)
+
+    def _feed_chunks(self, chunks: list[Chunk], parts: list[JSON]) -> None:
         texts: list[str] = []
         for chunk in chunks:
             # plain_content's test, inline: it runs for every token of every stream.
@@ -69,6 +96,8 @@ class AnswerBuilder:
             self._feed(chunk, parts)
         if texts:
             _add_text(parts, "".join(texts), thought=False)
+
+    def _batch_response(self, parts: list[JSON]) -> list[JSON]:
         self._whole_calls(parts, final=False)
         if not parts:
             return []

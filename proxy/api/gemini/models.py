@@ -31,9 +31,13 @@ def is_gemini(request: Request) -> bool:
         "key" in request.query_params or request.url.path.startswith("/v1beta/")
 
 
-def model_entry(model: str) -> JSON:
-    return {"name": f"models/{model}", "baseModelId": model, "version": "toolshim",
-            "displayName": model, "description": "served by toolshim",
+def model_entry(model: str, served: str | None = None) -> JSON:
+    """`model`'s entry; an alias (`served` its target) is named as asked and describes
+    the model that answers for it."""
+    base = served or model
+    described = f"served by toolshim as {base}" if base != model else "served by toolshim"
+    return {"name": f"models/{model}", "baseModelId": base, "version": "toolshim",
+            "displayName": base, "description": described,
             "supportedGenerationMethods": _METHODS, "thinking": True}
 
 
@@ -74,9 +78,13 @@ async def _one(ex: Exchange, model: str) -> Response:
     model = model.removeprefix("models/")
     check_model_name(model)
     await _models(ex)
-    if not ex.svc.knows(model):
-        raise ApiError(404, f"models/{model} is not found: no upstream of this toolshim "
+    served = ex.svc.served(model)
+    if served != model:
+        ex.record.alias = model
+    if not ex.svc.knows(served):
+        named = f"models/{model}" + (f" (an alias of {served})" if served != model else "")
+        raise ApiError(404, f"{named} is not found: no upstream of this toolshim "
                        "lists or routes it")
     ex.finish(200)
-    return Response(orjson.dumps(model_entry(model)), media_type="application/json",
+    return Response(orjson.dumps(model_entry(model, served)), media_type="application/json",
                     headers={"x-toolshim-overhead-ms": f"{ex.overhead_ms():.2f}"})

@@ -30,9 +30,10 @@ from proxy.api.gemini.request import Translated, to_chat
 from proxy.api.hostile import MAX_DEPTH, containers_at_most
 from proxy.api.relay import SseResponse, SseWriter
 from proxy.backends.context import estimate_tokens
+from proxy.chat import aliased
 from proxy.errors import ApiError, check_model_name
 from proxy.flow.exchange import Exchange, call_headers
-from proxy.flow.translate import ChunkOut, as_chunks
+from proxy.flow.translate import ChunkOut
 from proxy.observability.telemetry import RequestRecord
 from proxy.scopes import cancel_scope
 from proxy.services import Services
@@ -65,7 +66,7 @@ async def _handle(ex: Exchange, target: tuple[str, str] | None) -> Response:
     if method == "countTokens":
         return _count(ex, translated)
     builder = AnswerBuilder(model, thoughts=translated.thoughts,
-                            prompt_tokens=_estimate(ex, model, len(raw)))
+                            prompt_tokens=_estimate(ex, ex.svc.served(model), len(raw)))
     output = await chat_chunks(ex, translated.chat)
     if stream:
         sse = ex.request.query_params.get("alt") == "sse"
@@ -98,8 +99,8 @@ def _estimate(ex: Exchange, model: str, chars: int) -> int:
 
 def _count(ex: Exchange, translated: Translated) -> Response:
     """`{"totalTokens": N}` by toolshim's own estimate of the translated request,
-    without running the model."""
-    chat = translated.chat
+    without running the model: the model that would serve it (an alias's target)."""
+    chat = aliased(ex, translated.chat)
     ex.record.model = chat["model"]
     count = _estimate(ex, chat["model"], len(orjson.dumps(chat)))
     ex.finish(200)
@@ -125,7 +126,7 @@ class _GeminiStream(SseResponse):
                        SseWriter.over(send, self._encode))
 
     def _encode(self, batch: list[ChunkOut]) -> bytes:
-        return self.frame(self.builder.feed_all(as_chunks(batch)))
+        return self.frame(self.builder.feed_batch(batch))
 
 
 class _Framing:
@@ -151,11 +152,11 @@ class _Framing:
 
 async def _chunks(ex: Exchange, builder: AnswerBuilder, output: ChatOutput, frame: _Framing,
                   direct: SseWriter | None = None) -> AsyncIterator[bytes]:
-    batches = output.batches(direct)
+    batches = output.raw_batches(direct)
     try:
         async for batch in batches:
             if batch:  # an empty batch is the flow waiting: nothing empty is sent
-                piece = frame(builder.feed_all(batch))
+                piece = frame(builder.feed_batch(batch))
                 if piece:
                     yield piece
         yield frame([builder.finish()]) + frame.close()

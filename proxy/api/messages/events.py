@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from proxy.api.plain_events import plain_head
 from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.sse import SseFrames
 from proxy.types import JSON, Chunk
@@ -270,48 +271,6 @@ def _arguments(text: str) -> JSON:
         # still gets an object, with the text the model wrote.
         return {"_raw_arguments": text}
     return value if isinstance(value, dict) else {"_raw_arguments": text}
-
-
-# A content-only chunk as Ollama writes it ends `"choices":[{"index":0,"delta":{"content":
-# <string>},"finish_reason":null}]}`: one choice, a delta of content alone, finish null,
-# choices the last key.
-_HEAD = b'"choices":[{"index":0,"delta":{"content":'
-_TAIL = b'},"finish_reason":null}]}\n\n'
-
-
-def plain_head(read: SseFrames) -> tuple[int, list[str]]:
-    """Where the events that open `read` and are each choice 0's content and nothing
-    else (what `plain_content` accepts) end, and their texts; (0, []) when the read
-    does not open so.
-
-    In a stream's read every event starts with the same bytes up to its text (id,
-    model, created: Ollama's shape). Cut at each plain ending, the pieces are that
-    prefix and a string literal; the read rebuilt from them must be the read (one
-    join and one comparison check every event), and the literals parse as one JSON
-    array: no chunk is decoded. The read's last events (finish, usage) are left for
-    decoding. A backend that wrote garbage before `choices` still has its text taken.
-    """
-    at = read.find(_HEAD)
-    if at < 0:
-        return 0, []
-    start = at + len(_HEAD)
-    prefix = read[:start]
-    if prefix.find(b'"usage"') >= 0:
-        return 0, []
-    # _TAIL holds raw quotes and a blank line: it cannot occur inside a JSON string.
-    pieces = read.split(_TAIL)
-    pieces.pop()  # what follows the last plain ending: the closing events, if any
-    literals = [piece[start:] for piece in pieces]
-    end = sum(map(len, pieces)) + len(_TAIL) * len(pieces)
-    if not literals or prefix + (_TAIL + prefix).join(literals) + _TAIL != read[:end]:
-        return 0, []
-    try:
-        texts = orjson.loads(b"[" + b",".join(literals) + b"]")
-    except orjson.JSONDecodeError:
-        return 0, []
-    if len(texts) != len(literals) or not all(type(text) is str for text in texts):
-        return 0, []
-    return end, texts
 
 
 def frames(events: list[Event]) -> bytes:

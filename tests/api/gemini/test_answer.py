@@ -154,3 +154,61 @@ def test_a_failure_after_the_start_is_an_error_chunk_never_a_finish(
     assert end == {"error": {"code": 502, "message": "upstream went away",
                              "status": "UNAVAILABLE"}}
     assert not any(r["candidates"][0].get("finishReason") for r in stream)
+
+
+def _ollama_event(delta: dict[str, Any], finish: str | None = None,
+                  usage: bool = False) -> bytes:
+    """One event as Ollama's /v1 writes it (Go's HTML-safe escaping included)."""
+    from support.fake_ollama import go_json
+
+    chunk: dict[str, Any] = {"id": "chatcmpl-527", "object": "chat.completion.chunk",
+                             "created": 1755000000, "model": "m",
+                             "system_fingerprint": "fp_ollama",
+                             "choices": [{"index": 0, "delta": delta,
+                                          "finish_reason": finish}]}
+    if usage:
+        chunk = {**chunk, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+    return b"data: " + go_json(chunk) + b"\n\n"
+
+
+_CALL = {"index": 0, "id": "call_9", "type": "function",
+         "function": {"name": "read_file", "arguments": '{"path": "a<b"}'}}
+_EVENTS = st.one_of(
+    st.text(max_size=12).map(lambda t: _ollama_event({"content": t})),
+    st.sampled_from([
+        _ollama_event({"role": "assistant", "content": "hi"}),
+        _ollama_event({}, finish="stop"),
+        _ollama_event({}, usage=True),
+        _ollama_event({"content": "x", "reasoning": "y"}),
+        _ollama_event({"tool_calls": [_CALL]}),
+        _ollama_event({"content": '"},"finish_reason":null}]}'}),
+        _ollama_event({"content": "z"}).replace(b"1755000000", b"1755000001")]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_EVENTS, min_size=1, max_size=8), min_size=1, max_size=3),
+       st.booleans())
+def test_reads_taken_for_their_texts_stream_what_decoding_them_gives(
+        reads: list[list[bytes]], keepalive: bool) -> None:
+    """The stream's fast path (the upstream's bytes, plain events never decoded) makes
+    the very chunks, closing chunk and whole answer that decoding every event makes."""
+    from proxy.flow.translate import KEEPALIVE, ChunkOut, as_chunks
+    from proxy.sse import SseFrames
+
+    fast, slow = _builder(), _builder()
+    fed_fast: list[Any] = []
+    fed_slow: list[Any] = []
+    for events in reads:
+        batch: list[ChunkOut] = [SseFrames(b"".join(events))]
+        if keepalive:
+            batch.append(KEEPALIVE)
+        fed_fast += fast.feed_batch(batch)
+        fed_slow += slow.feed_all(as_chunks(batch))
+    fed_fast.append(fast.finish())
+    fed_slow.append(slow.finish())
+    assert fed_fast == fed_slow
+    assert fast.whole() == slow.whole()
+    assert all(r["candidates"][0]["content"]["parts"] or "finishReason" in r["candidates"][0]
+               for r in fed_fast)  # no chunk empty of both parts and finish
+    for response in fed_fast:
+        types.GenerateContentResponse.model_validate(response)

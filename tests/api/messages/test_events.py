@@ -228,7 +228,7 @@ def test_a_read_taken_for_its_texts_is_what_decoding_it_gives(events: list[bytes
 
 
 def test_plain_reads_are_taken_without_decoding() -> None:
-    from proxy.api.messages.events import plain_head
+    from proxy.api.plain_events import plain_head
     from proxy.sse import SseFrames
 
     read = SseFrames(_ollama_event({"content": "a<b>\u2028"}) + _ollama_event({"content": ""}))
