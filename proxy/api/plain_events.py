@@ -7,9 +7,12 @@ a stream is content-only chunks, and decoding each one was most of a door's cost
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import orjson
 
 from proxy.sse import SseFrames
+from proxy.types import Chunk
 
 # A content-only chunk as Ollama writes it ends `"choices":[{"index":0,"delta":{"content":
 # <string>},"finish_reason":null}]}`: one choice, a delta of content alone, finish null,
@@ -51,3 +54,29 @@ def plain_head(read: SseFrames) -> tuple[int, list[str]]:
     if len(texts) != len(literals) or not all(type(text) is str for text in texts):
         return 0, []
     return end, texts
+
+
+def text_runs(chunks: list[Chunk]) -> Iterator[str | Chunk]:
+    """`chunks` with each run of neighbouring content-only chunks (what `plain_content`
+    accepts) joined into one text: they arrived together, and a client concatenates
+    deltas anyway. Other chunks come as they are, in order; empty texts are dropped."""
+    texts: list[str] = []
+    for chunk in chunks:
+        # plain_content's test, inline: it runs for every token of every stream.
+        choices = chunk.get("choices")
+        if type(choices) is list and len(choices) == 1 and chunk.get("usage") is None:
+            choice = choices[0]
+            delta = choice.get("delta") if type(choice) is dict else None
+            if type(delta) is dict and len(delta) == 1 and \
+                    choice.get("finish_reason") is None and not choice.get("index"):
+                text = delta.get("content")
+                if type(text) is str:
+                    if text:
+                        texts.append(text)
+                    continue
+        if texts:
+            yield "".join(texts)
+            texts = []
+        yield chunk
+    if texts:
+        yield "".join(texts)

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from proxy.api.gemini.errors import envelope
-from proxy.api.plain_events import plain_head
+from proxy.api.plain_events import plain_head, text_runs
 from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.sse import SseFrames
 from proxy.types import JSON, Chunk
@@ -76,26 +76,11 @@ class AnswerBuilder:
         return self._batch_response(parts)
 
     def _feed_chunks(self, chunks: list[Chunk], parts: list[JSON]) -> None:
-        texts: list[str] = []
-        for chunk in chunks:
-            # plain_content's test, inline: it runs for every token of every stream.
-            choices = chunk.get("choices")
-            if type(choices) is list and len(choices) == 1 and chunk.get("usage") is None:
-                choice = choices[0]
-                delta = choice.get("delta") if type(choice) is dict else None
-                if type(delta) is dict and len(delta) == 1 and \
-                        choice.get("finish_reason") is None and not choice.get("index"):
-                    text = delta.get("content")
-                    if type(text) is str:
-                        if text:
-                            texts.append(text)
-                        continue
-            if texts:
-                _add_text(parts, "".join(texts), thought=False)
-                texts = []
-            self._feed(chunk, parts)
-        if texts:
-            _add_text(parts, "".join(texts), thought=False)
+        for item in text_runs(chunks):
+            if isinstance(item, str):
+                _add_text(parts, item, thought=False)
+            else:
+                self._feed(item, parts)
 
     def _batch_response(self, parts: list[JSON]) -> list[JSON]:
         self._whole_calls(parts, final=False)

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from proxy.api.plain_events import plain_head
+from proxy.api.plain_events import plain_head, text_runs
 from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.sse import SseFrames
 from proxy.types import JSON, Chunk
@@ -97,26 +97,11 @@ class MessageBuilder:
         """`feed` for a batch (one upstream read): neighbouring text-only chunks make one
         text_delta (they arrived together; a client concatenates deltas anyway)."""
         events: list[Event] = []
-        texts: list[str] = []
-        for chunk in chunks:
-            # plain_content's test, inline: it runs for every token of every stream.
-            choices = chunk.get("choices")
-            if type(choices) is list and len(choices) == 1 and chunk.get("usage") is None:
-                choice = choices[0]
-                delta = choice.get("delta") if type(choice) is dict else None
-                if type(delta) is dict and len(delta) == 1 and \
-                        choice.get("finish_reason") is None and not choice.get("index"):
-                    text = delta.get("content")
-                    if type(text) is str:
-                        if text:
-                            texts.append(text)
-                        continue
-            if texts:
-                self._add("text", "".join(texts), events)
-                texts = []
-            events.extend(self.feed(chunk))
-        if texts:
-            self._add("text", "".join(texts), events)
+        for item in text_runs(chunks):
+            if isinstance(item, str):
+                self._add("text", item, events)
+            else:
+                events.extend(self.feed(item))
         return events
 
     def feed_batch(self, batch: list[ChunkOut]) -> list[Event]:
