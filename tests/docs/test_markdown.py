@@ -7,6 +7,7 @@ markdown-it-py with its table rule is CommonMark plus GFM tables, as GitHub pars
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -63,7 +64,7 @@ def _anchors(path: Path) -> set[str]:
     """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
     anchors: set[str] = set()
     tokens = _tokens(path)
-    for heading, inline in zip(tokens, tokens[1:]):
+    for heading, inline in itertools.pairwise(tokens):
         if heading.type == "heading_open":
             text = inline.content.lower()
             anchors.add(re.sub(r"[^\w\- ]", "", text).replace(" ", "-"))
