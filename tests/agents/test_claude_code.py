@@ -3,10 +3,11 @@
 The `claude` CLI from npm (pinned in scripts/agents.sh) runs `claude -p ...` with
 bypassed permissions in a fresh HOME, offline, pointed at toolshim (its own
 process, uvicorn on loopback) whose upstream is the scripted model
-(support/scripted_model.py behind the fake Ollama). The task makes it read a file
-with its Read tool and write another with its Write tool; the test checks the
-workspace, not only the answer text. Claude Code asks for its own model names;
-toolshim's `--alias` maps them to the local model.
+(support/scripted_model.py behind the fake Ollama), or a backend that refuses
+tools with Ollama's 400 (support/scripted_agents.py), on which toolshim emulates
+them. The tasks make it read a file with its Read tool and write another with its
+Write tool; the test checks the workspace, not only the answer text. Claude Code
+asks for its own model names; toolshim's `--alias` maps them to the local model.
 """
 
 from __future__ import annotations
@@ -14,21 +15,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.agent_toolshim import AGENTS_DIR, KEY, MODEL, ROOT, toolshim_process
 from support.fake_ollama import FakeOllama
+from support.scripted_agents import ScriptedAgentModel
 from support.scripted_model import play, play_as_text
-from support.servers import free_port, serve, wait_until_ok
+from support.servers import serve
 
 pytestmark = pytest.mark.agents
-
-ROOT = Path(__file__).resolve().parents[2]
-AGENTS_DIR = Path(os.environ.get("TOOLSHIM_AGENTS_DIR", ROOT / ".agents"))
-MODEL = "qwen3-coder:30b"
-KEY = "sk-toolshim-agents"
 
 
 @pytest.fixture(scope="module")
@@ -54,23 +51,17 @@ def model(request: pytest.FixtureRequest) -> Iterator[tuple[FakeOllama, str]]:
 @pytest.fixture
 def toolshim(model: tuple[FakeOllama, str], tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """toolshim as its own process; its log is kept in tmp_path (shown on failure)."""
-    caps = tmp_path / "capabilities.yaml"
-    caps.write_text("version: 1\n")
-    log = tmp_path / "toolshim.log"
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "proxy", "--host", "127.0.0.1", "--port", str(port),
-             "--upstream", model[1], "--capabilities", str(caps), "--api-key", KEY,
-             "--alias", f"claude-*={MODEL}", "--log-format", "text"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
-        try:
-            assert wait_until_ok(f"http://127.0.0.1:{port}/healthz", proc), log.read_text()
-            yield f"http://127.0.0.1:{port}", log
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+    with toolshim_process(model[1], tmp_path, "claude-*") as running:
+        yield running
+
+
+@pytest.fixture
+def refusing(tmp_path: Path) -> Iterator[tuple[str, ScriptedAgentModel, Path]]:
+    """A backend that refuses `tools` with Ollama's 400, and toolshim in front of it."""
+    backend = ScriptedAgentModel("refusing", MODEL)
+    with serve(backend.app, lifespan="off") as upstream, \
+            toolshim_process(upstream, tmp_path, "claude-*") as (base, log):
+        yield base, backend, log
 
 
 def _claude_env(base_url: str, home: Path) -> dict[str, str]:
@@ -115,3 +106,53 @@ def test_claude_code_reads_and_writes_a_file(claude_bin: Path, toolshim: tuple[s
     assert {r["model"] for r in sent} == {MODEL}, why  # every Claude name was aliased
     if model[0].script is play_as_text:  # both calls came back as text, and were recovered
         assert log.read_text().count("calls_recovered=1") == 2, why
+
+
+def _claude(claude_bin: Path, base_url: str, prompt: str, tmp_path: Path
+            ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    workspace, home = tmp_path / "work", tmp_path / "home"
+    workspace.mkdir(exist_ok=True)
+    home.mkdir()
+    run = subprocess.run(
+        [str(claude_bin), "-p", prompt, "--model", "claude-sonnet-9-1",
+         "--permission-mode", "bypassPermissions"],
+        check=False, cwd=workspace, env=_claude_env(base_url, home), capture_output=True,
+        text=True, timeout=180)
+    return run, workspace
+
+
+def _why(run: subprocess.CompletedProcess[str], log: Path) -> str:
+    return (f"claude exited {run.returncode}\nstdout: {run.stdout}\nstderr: {run.stderr}\n"
+            f"toolshim log ({log}):\n{log.read_text()[-8000:]}")
+
+
+def test_claude_code_reads_a_file_on_a_backend_that_refuses_tools(
+        claude_bin: Path, refusing: tuple[str, ScriptedAgentModel, Path],
+        tmp_path: Path) -> None:
+    base_url, backend, log = refusing
+    (tmp_path / "work").mkdir()
+    notes = tmp_path / "work" / "notes.txt"
+    notes.write_text("walrus-7319-copper\n")
+    run, _ = _claude(claude_bin, base_url, f"Read the file {notes} and tell me what it says.",
+                     tmp_path)
+    why = _why(run, log)
+    assert run.returncode == 0, why
+    assert "walrus-7319-copper" in run.stdout, why  # only the file holds this token
+    assert any(r.get("tools") for r in backend.requests), why  # it was offered tools, refused
+    assert "rung=emulate" in log.read_text(), why  # toolshim described the tools instead
+
+
+def test_claude_code_writes_a_file_on_a_backend_that_refuses_tools(
+        claude_bin: Path, refusing: tuple[str, ScriptedAgentModel, Path],
+        tmp_path: Path) -> None:
+    base_url, backend, log = refusing
+    target = tmp_path / "work" / "created.txt"
+    run, _ = _claude(claude_bin, base_url,
+                     f"Create the file {target} containing exactly: heron-5521-violet", tmp_path)
+    why = _why(run, log)
+    assert run.returncode == 0, why
+    assert target.exists() and target.read_text().strip() == "heron-5521-violet", why
+    assert "Done" in run.stdout, why
+    offered = {t["function"]["name"] for r in backend.requests for t in r.get("tools") or []}
+    assert "Write" in offered, why  # its own write tool, refused natively, emulated
+    assert "calls_recovered=1" in log.read_text(), why  # the Write call came back as text

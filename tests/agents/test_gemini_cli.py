@@ -4,7 +4,8 @@ The `gemini` CLI from npm (`@google/gemini-cli`, pinned in scripts/agents.sh) ru
 `gemini -p ... --approval-mode yolo` in a fresh HOME whose settings file selects
 gemini-api-key auth and turns telemetry and updates off, pointed at toolshim (its own
 process, uvicorn on loopback) by GOOGLE_GEMINI_BASE_URL; toolshim's upstream is the
-scripted model (support/scripted_model.py behind the fake Ollama). The task makes it
+scripted model (support/scripted_model.py behind the fake Ollama), and a backend that
+refuses tools with Ollama's 400 (support/scripted_agents.py). The task makes it
 read a file with its read_file tool and write another with its write_file tool; the
 test checks the workspace, not only the answer text. Gemini CLI's helper calls ask for
 Gemini model names; toolshim's `--alias gemini-*=...` maps them to the local model.
@@ -16,21 +17,18 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support import scripted_model as scripted
+from support.agent_toolshim import AGENTS_DIR, KEY, MODEL, ROOT, toolshim_process
 from support.fake_ollama import FakeOllama
-from support.servers import free_port, serve, wait_until_ok
+from support.scripted_agents import ScriptedAgentModel
+from support.servers import serve
 
 pytestmark = pytest.mark.agents
 
-ROOT = Path(__file__).resolve().parents[2]
-AGENTS_DIR = Path(os.environ.get("TOOLSHIM_AGENTS_DIR", ROOT / ".agents"))
-MODEL = "qwen3-coder:30b"
-KEY = "sk-toolshim-agents"
 SETTINGS = {"security": {"auth": {"selectedType": "gemini-api-key"}},
             "privacy": {"usageStatisticsEnabled": False},
             "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}}
@@ -59,23 +57,17 @@ def model(request: pytest.FixtureRequest) -> Iterator[tuple[FakeOllama, str]]:
 @pytest.fixture
 def toolshim(model: tuple[FakeOllama, str], tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """toolshim as its own process; its log is kept in tmp_path (shown on failure)."""
-    caps = tmp_path / "capabilities.yaml"
-    caps.write_text("version: 1\n")
-    log = tmp_path / "toolshim.log"
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "proxy", "--host", "127.0.0.1", "--port", str(port),
-             "--upstream", model[1], "--capabilities", str(caps), "--api-key", KEY,
-             "--alias", f"gemini-*={MODEL}", "--log-format", "text"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
-        try:
-            assert wait_until_ok(f"http://127.0.0.1:{port}/healthz", proc), log.read_text()
-            yield f"http://127.0.0.1:{port}", log
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+    with toolshim_process(model[1], tmp_path, "gemini-*") as running:
+        yield running
+
+
+@pytest.fixture
+def refusing(tmp_path: Path) -> Iterator[tuple[str, ScriptedAgentModel, Path]]:
+    """A backend that refuses `tools` with Ollama's 400, and toolshim in front of it."""
+    backend = ScriptedAgentModel("refusing", MODEL)
+    with serve(backend.app, lifespan="off") as upstream, \
+            toolshim_process(upstream, tmp_path, "gemini-*") as (base, log):
+        yield base, backend, log
 
 
 def _gemini_env(base_url: str, home: Path) -> dict[str, str]:
@@ -116,3 +108,52 @@ def test_gemini_cli_reads_and_writes_a_file(gemini_bin: Path, toolshim: tuple[st
     assert "endpoint=gemini" in log.read_text(), why
     if model[0].script is scripted.play_as_text:  # both calls came back as text, recovered
         assert log.read_text().count("calls_recovered=1") == 2, why
+
+
+def _gemini(gemini_bin: Path, base_url: str, prompt: str, tmp_path: Path
+            ) -> subprocess.CompletedProcess[str]:
+    workspace, home = tmp_path / "work", tmp_path / "home"
+    workspace.mkdir(exist_ok=True)
+    home.mkdir()
+    return subprocess.run(
+        [str(gemini_bin), "-p", prompt, "-m", "gemini-2.5-pro", "--approval-mode", "yolo"],
+        check=False, cwd=workspace, env=_gemini_env(base_url, home), capture_output=True,
+        text=True, timeout=180)
+
+
+def _why(run: subprocess.CompletedProcess[str], log: Path) -> str:
+    return (f"gemini exited {run.returncode}\nstdout: {run.stdout}\nstderr: {run.stderr}\n"
+            f"toolshim log ({log}):\n{log.read_text()[-8000:]}")
+
+
+def test_gemini_cli_reads_a_file_on_a_backend_that_refuses_tools(
+        gemini_bin: Path, refusing: tuple[str, ScriptedAgentModel, Path],
+        tmp_path: Path) -> None:
+    base_url, backend, log = refusing
+    (tmp_path / "work").mkdir()
+    notes = tmp_path / "work" / "notes.txt"
+    notes.write_text("walrus-7319-copper\n")
+    run = _gemini(gemini_bin, base_url, f"Read the file {notes} and tell me what it says.",
+                  tmp_path)
+    why = _why(run, log)
+    assert run.returncode == 0, why
+    assert "walrus-7319-copper" in run.stdout, why  # only the file holds this token
+    assert any(r.get("tools") for r in backend.requests), why  # it was offered tools, refused
+    assert "rung=emulate" in log.read_text(), why  # toolshim described the tools instead
+
+
+def test_gemini_cli_writes_a_file_on_a_backend_that_refuses_tools(
+        gemini_bin: Path, refusing: tuple[str, ScriptedAgentModel, Path],
+        tmp_path: Path) -> None:
+    base_url, backend, log = refusing
+    target = tmp_path / "work" / "created.txt"
+    run = _gemini(gemini_bin, base_url,
+                  f"Create the file {target} containing exactly: heron-5521-violet", tmp_path)
+    why = _why(run, log)
+    assert run.returncode == 0, why
+    assert target.exists() and target.read_text().strip() == "heron-5521-violet", why
+    assert "Done" in run.stdout, why
+    assert "endpoint=gemini" in log.read_text(), why
+    offered = {t["function"]["name"] for r in backend.requests for t in r.get("tools") or []}
+    assert "write_file" in offered, why  # its own write tool, refused natively, emulated
+    assert "calls_recovered=1" in log.read_text(), why  # write_file came back as text
