@@ -1,76 +1,40 @@
 """Claude Code itself, headless, through a real toolshim against a scripted model.
 
 The `claude` CLI from npm (pinned in scripts/agents.sh) runs `claude -p ...` with
-bypassed permissions in a fresh HOME, offline, pointed at toolshim (its own
-process, uvicorn on loopback) whose upstream is the scripted model
-(support/scripted_model.py behind the fake Ollama). The task makes it read a file
-with its Read tool and write another with its Write tool; the test checks the
-workspace, not only the answer text. Claude Code asks for its own model names;
-toolshim's `--alias` maps them to the local model.
+bypassed permissions in a fresh HOME, offline, pointed at toolshim (its own process,
+uvicorn on loopback) whose upstream is the scripted model (support/scripted_agents.py)
+in each of its behaviours: native calls, Hermes text, Qwen3-Coder XML, and a backend
+that refuses tools with Ollama's 400 (toolshim then emulates them). It reads a file
+with its Read tool and reports what it says, and creates a file with its Write tool;
+the test checks the workspace and the final output. Claude Code asks for its own
+model names; toolshim's `--alias` maps them to the local model.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.fake_ollama import FakeOllama
-from support.scripted_model import play, play_as_text
-from support.servers import free_port, serve, wait_until_ok
+from support.agent_toolshim import KEY, MODEL, explain, installed, logged, scripted_toolshim
+from support.scripted_agents import BEHAVIOURS, ScriptedAgentModel
 
 pytestmark = pytest.mark.agents
 
-ROOT = Path(__file__).resolve().parents[2]
-AGENTS_DIR = Path(os.environ.get("TOOLSHIM_AGENTS_DIR", ROOT / ".agents"))
-MODEL = "qwen3-coder:30b"
-KEY = "sk-toolshim-agents"
+Scripted = tuple[str, ScriptedAgentModel, Path]
 
 
 @pytest.fixture(scope="module")
 def claude_bin() -> Path:
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed: the agents tier needs it to install the agents")
-    subprocess.run([str(ROOT / "scripts" / "agents.sh")], check=True, timeout=600)
-    found = AGENTS_DIR / "node_modules" / ".bin" / "claude"
-    assert found.exists(), f"scripts/agents.sh did not install claude into {AGENTS_DIR}"
-    return found
+    return installed("claude")
 
 
-@pytest.fixture(params=["native", "text"])
-def model(request: pytest.FixtureRequest) -> Iterator[tuple[FakeOllama, str]]:
-    """The scripted model calling tools natively, or writing its calls as text."""
-    fake = FakeOllama()
-    fake.add_model(MODEL)
-    fake.script = play if request.param == "native" else play_as_text
-    with serve(fake.app, lifespan="off") as url:
-        yield fake, url
-
-
-@pytest.fixture
-def toolshim(model: tuple[FakeOllama, str], tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """toolshim as its own process; its log is kept in tmp_path (shown on failure)."""
-    caps = tmp_path / "capabilities.yaml"
-    caps.write_text("version: 1\n")
-    log = tmp_path / "toolshim.log"
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "proxy", "--host", "127.0.0.1", "--port", str(port),
-             "--upstream", model[1], "--capabilities", str(caps), "--api-key", KEY,
-             "--alias", f"claude-*={MODEL}", "--log-format", "text"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
-        try:
-            assert wait_until_ok(f"http://127.0.0.1:{port}/healthz", proc), log.read_text()
-            yield f"http://127.0.0.1:{port}", log
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+@pytest.fixture(params=BEHAVIOURS)
+def toolshim(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Scripted]:
+    with scripted_toolshim(request.param, tmp_path, "claude-*") as running:
+        yield running
 
 
 def _claude_env(base_url: str, home: Path) -> dict[str, str]:
@@ -86,32 +50,52 @@ def _claude_env(base_url: str, home: Path) -> dict[str, str]:
             "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
 
 
-def test_claude_code_reads_and_writes_a_file(claude_bin: Path, toolshim: tuple[str, Path],
-                                             model: tuple[FakeOllama, str],
-                                             tmp_path: Path) -> None:
-    base_url, log = toolshim
+def _claude(claude_bin: Path, base_url: str, prompt: str, tmp_path: Path
+            ) -> subprocess.CompletedProcess[str]:
     workspace, home = tmp_path / "work", tmp_path / "home"
-    workspace.mkdir()
+    workspace.mkdir(exist_ok=True)
     home.mkdir()
-    (workspace / "notes.txt").write_text("the quick brown fox\nsecond line\n")
-    target = workspace / "out.txt"
-    prompt = (f"Read the file {workspace / 'notes.txt'} and write its first line, "
-              f"upper-cased, to {target}.")
-    run = subprocess.run(
+    return subprocess.run(
         [str(claude_bin), "-p", prompt, "--model", "claude-sonnet-9-1",
          "--permission-mode", "bypassPermissions"],
         check=False, cwd=workspace, env=_claude_env(base_url, home), capture_output=True,
-        text=True,
-        timeout=180)
-    why = (f"claude exited {run.returncode}\nstdout: {run.stdout}\nstderr: {run.stderr}\n"
-           f"toolshim log ({log}):\n{log.read_text()}")
+        text=True, timeout=180)
+
+
+def test_claude_code_reads_a_file_and_reports_it(claude_bin: Path, toolshim: Scripted,
+                                                 tmp_path: Path) -> None:
+    base_url, model, log = toolshim
+    (tmp_path / "work").mkdir()
+    notes = tmp_path / "work" / "notes.txt"
+    notes.write_text("walrus-7319-copper\n")
+    run = _claude(claude_bin, base_url, f"Read the file {notes} and tell me what it says.",
+                  tmp_path)
+    why = explain("claude", run, log)
     assert run.returncode == 0, why
-    assert target.exists(), why
-    assert target.read_text().strip() == "THE QUICK BROWN FOX", why
+    assert "walrus-7319-copper" in run.stdout, why  # only the file holds this token
+    _check_route(model, log, "Read", why)
+
+
+def test_claude_code_creates_a_file_with_its_write_tool(claude_bin: Path, toolshim: Scripted,
+                                                        tmp_path: Path) -> None:
+    base_url, model, log = toolshim
+    target = tmp_path / "work" / "created.txt"
+    run = _claude(claude_bin, base_url,
+                  f"Create the file {target} containing exactly: heron-5521-violet", tmp_path)
+    why = explain("claude", run, log)
+    assert run.returncode == 0, why
+    assert target.exists() and target.read_text().strip() == "heron-5521-violet", why
     assert "Done" in run.stdout, why
-    sent = model[0].chat_requests()
-    names = {t["function"]["name"] for r in sent for t in r.get("tools") or []}
-    assert {"Read", "Write"} <= names, why
-    assert {r["model"] for r in sent} == {MODEL}, why  # every Claude name was aliased
-    if model[0].script is play_as_text:  # both calls came back as text, and were recovered
-        assert log.read_text().count("calls_recovered=1") == 2, why
+    _check_route(model, log, "Write", why)
+
+
+def _check_route(model: ScriptedAgentModel, log: Path, tool: str, why: str) -> None:
+    """The agent's own tool was offered; every Claude name was aliased; a call written
+    as text (or emulated for the refusing backend) was recovered into a tool_use."""
+    offered = {t["function"]["name"] for r in model.requests for t in r.get("tools") or []}
+    assert tool in offered, why
+    assert {r["model"] for r in model.requests} == {MODEL}, why
+    if model.behaviour == "refusing":
+        assert logged(log, "rung=emulate"), why
+    if model.behaviour != "native":
+        assert logged(log, "calls_recovered=1"), why

@@ -4,33 +4,29 @@ The `gemini` CLI from npm (`@google/gemini-cli`, pinned in scripts/agents.sh) ru
 `gemini -p ... --approval-mode yolo` in a fresh HOME whose settings file selects
 gemini-api-key auth and turns telemetry and updates off, pointed at toolshim (its own
 process, uvicorn on loopback) by GOOGLE_GEMINI_BASE_URL; toolshim's upstream is the
-scripted model (support/scripted_model.py behind the fake Ollama). The task makes it
-read a file with its read_file tool and write another with its write_file tool; the
-test checks the workspace, not only the answer text. Gemini CLI's helper calls ask for
-Gemini model names; toolshim's `--alias gemini-*=...` maps them to the local model.
+scripted model (support/scripted_agents.py) in each of its behaviours: native calls,
+Hermes text, Qwen3-Coder XML, and a backend that refuses tools with Ollama's 400
+(toolshim then emulates them). It reads a file with its read_file tool and reports
+what it says, and creates a file with its write_file tool; the test checks the
+workspace and the final output. Gemini CLI's helper calls ask for Gemini model names;
+toolshim's `--alias gemini-*=...` maps them to the local model.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import scripted_model as scripted
-from support.fake_ollama import FakeOllama
-from support.servers import free_port, serve, wait_until_ok
+from support.agent_toolshim import KEY, MODEL, explain, installed, logged, scripted_toolshim
+from support.scripted_agents import BEHAVIOURS, ScriptedAgentModel
 
 pytestmark = pytest.mark.agents
 
-ROOT = Path(__file__).resolve().parents[2]
-AGENTS_DIR = Path(os.environ.get("TOOLSHIM_AGENTS_DIR", ROOT / ".agents"))
-MODEL = "qwen3-coder:30b"
-KEY = "sk-toolshim-agents"
+Scripted = tuple[str, ScriptedAgentModel, Path]
 SETTINGS = {"security": {"auth": {"selectedType": "gemini-api-key"}},
             "privacy": {"usageStatisticsEnabled": False},
             "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}}
@@ -38,44 +34,13 @@ SETTINGS = {"security": {"auth": {"selectedType": "gemini-api-key"}},
 
 @pytest.fixture(scope="module")
 def gemini_bin() -> Path:
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed: the agents tier needs it to install the agents")
-    subprocess.run([str(ROOT / "scripts" / "agents.sh")], check=True, timeout=600)
-    found = AGENTS_DIR / "node_modules" / ".bin" / "gemini"
-    assert found.exists(), f"scripts/agents.sh did not install gemini into {AGENTS_DIR}"
-    return found
+    return installed("gemini")
 
 
-@pytest.fixture(params=["native", "text"])
-def model(request: pytest.FixtureRequest) -> Iterator[tuple[FakeOllama, str]]:
-    """The scripted model calling tools natively, or writing its calls as text."""
-    fake = FakeOllama()
-    fake.add_model(MODEL)
-    fake.script = scripted.play if request.param == "native" else scripted.play_as_text
-    with serve(fake.app, lifespan="off") as url:
-        yield fake, url
-
-
-@pytest.fixture
-def toolshim(model: tuple[FakeOllama, str], tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """toolshim as its own process; its log is kept in tmp_path (shown on failure)."""
-    caps = tmp_path / "capabilities.yaml"
-    caps.write_text("version: 1\n")
-    log = tmp_path / "toolshim.log"
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "proxy", "--host", "127.0.0.1", "--port", str(port),
-             "--upstream", model[1], "--capabilities", str(caps), "--api-key", KEY,
-             "--alias", f"gemini-*={MODEL}", "--log-format", "text"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
-        try:
-            assert wait_until_ok(f"http://127.0.0.1:{port}/healthz", proc), log.read_text()
-            yield f"http://127.0.0.1:{port}", log
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+@pytest.fixture(params=BEHAVIOURS)
+def toolshim(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Scripted]:
+    with scripted_toolshim(request.param, tmp_path, "gemini-*") as running:
+        yield running
 
 
 def _gemini_env(base_url: str, home: Path) -> dict[str, str]:
@@ -88,31 +53,53 @@ def _gemini_env(base_url: str, home: Path) -> dict[str, str]:
             "GEMINI_API_KEY": KEY, "GEMINI_CLI_TRUST_WORKSPACE": "true"}
 
 
-def test_gemini_cli_reads_and_writes_a_file(gemini_bin: Path, toolshim: tuple[str, Path],
-                                            model: tuple[FakeOllama, str],
-                                            tmp_path: Path) -> None:
-    base_url, log = toolshim
+def _gemini(gemini_bin: Path, base_url: str, prompt: str, tmp_path: Path
+            ) -> subprocess.CompletedProcess[str]:
     workspace, home = tmp_path / "work", tmp_path / "home"
-    workspace.mkdir()
+    workspace.mkdir(exist_ok=True)
     home.mkdir()
-    (workspace / "notes.txt").write_text("the quick brown fox\nsecond line\n")
-    target = workspace / "out.txt"
-    prompt = (f"Read the file {workspace / 'notes.txt'} and write its first line, "
-              f"upper-cased, to {target}.")
-    run = subprocess.run(
+    return subprocess.run(
         [str(gemini_bin), "-p", prompt, "-m", "gemini-2.5-pro", "--approval-mode", "yolo"],
         check=False, cwd=workspace, env=_gemini_env(base_url, home), capture_output=True,
         text=True, timeout=180)
-    why = (f"gemini exited {run.returncode}\nstdout: {run.stdout}\nstderr: {run.stderr}\n"
-           f"toolshim log ({log}):\n{log.read_text()}")
+
+
+def test_gemini_cli_reads_a_file_and_reports_it(gemini_bin: Path, toolshim: Scripted,
+                                                tmp_path: Path) -> None:
+    base_url, model, log = toolshim
+    (tmp_path / "work").mkdir()
+    notes = tmp_path / "work" / "notes.txt"
+    notes.write_text("walrus-7319-copper\n")
+    run = _gemini(gemini_bin, base_url, f"Read the file {notes} and tell me what it says.",
+                  tmp_path)
+    why = explain("gemini", run, log)
     assert run.returncode == 0, why
-    assert target.exists(), why
-    assert target.read_text().strip() == "THE QUICK BROWN FOX", why
+    assert "walrus-7319-copper" in run.stdout, why  # only the file holds this token
+    _check_route(model, log, "read_file", why)
+
+
+def test_gemini_cli_creates_a_file_with_its_write_tool(gemini_bin: Path, toolshim: Scripted,
+                                                       tmp_path: Path) -> None:
+    base_url, model, log = toolshim
+    target = tmp_path / "work" / "created.txt"
+    run = _gemini(gemini_bin, base_url,
+                  f"Create the file {target} containing exactly: heron-5521-violet", tmp_path)
+    why = explain("gemini", run, log)
+    assert run.returncode == 0, why
+    assert target.exists() and target.read_text().strip() == "heron-5521-violet", why
     assert "Done" in run.stdout, why
-    sent = model[0].chat_requests()
-    names = {t["function"]["name"] for r in sent for t in r.get("tools") or []}
-    assert {"read_file", "write_file"} <= names, why
-    assert {r["model"] for r in sent} == {MODEL}, why  # every Gemini name was aliased
-    assert "endpoint=gemini" in log.read_text(), why
-    if model[0].script is scripted.play_as_text:  # both calls came back as text, recovered
-        assert log.read_text().count("calls_recovered=1") == 2, why
+    _check_route(model, log, "write_file", why)
+
+
+def _check_route(model: ScriptedAgentModel, log: Path, tool: str, why: str) -> None:
+    """The agent's own tool was offered; every Gemini name was aliased; the call went
+    through the Gemini door, and a call written as text (or emulated for the refusing
+    backend) was recovered into a functionCall."""
+    offered = {t["function"]["name"] for r in model.requests for t in r.get("tools") or []}
+    assert tool in offered, why
+    assert {r["model"] for r in model.requests} == {MODEL}, why
+    assert logged(log, "endpoint=gemini"), why
+    if model.behaviour == "refusing":
+        assert logged(log, "rung=emulate"), why
+    if model.behaviour != "native":
+        assert logged(log, "calls_recovered=1"), why

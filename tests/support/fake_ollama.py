@@ -95,7 +95,7 @@ class FakeOllama:
         """set: every endpoint wants `Authorization: Bearer <api_key>` and otherwise
         answers 401 repeating the Authorization and X-Api-Key it got (`_denied`)."""
         self.script: Callable[[dict[str, Any]], Reply] | None = None
-        """set: every chat answer is played from the request (support/scripted_model.py)."""
+        """set: every chat answer is played from the request by this function."""
         self.lock = threading.Lock()
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
