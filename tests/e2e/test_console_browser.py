@@ -121,10 +121,12 @@ def test_console_end_to_end(page: Any, toolshim: str, fake: FakeOllama, caps_pat
 
     # Models and where each field came from.
     gemma = page.locator('tr[data-model="gemma3:4b"]')
-    expect(gemma.locator(".badge.mode-off")).to_have_text("off")
-    expect(gemma.locator(".badge.src-learned")).to_be_visible()
-    # What a screen reader reads off the row: words, not "offlearned".
-    assert gemma.locator("td").nth(1).evaluate("td => td.textContent") == "off learned"
+    # The learned refusal (an old `tools: off`, read as `tool_support: refused`) leaves
+    # the mode to the fallback in force: emulate, the built-in default.
+    expect(gemma.locator(".badge.mode-emulate")).to_have_text("emulate")
+    expect(gemma.locator(".badge.src-built-in")).to_be_visible()
+    # What a screen reader reads off the row: words, not "emulatebuilt-in".
+    assert gemma.locator("td").nth(1).evaluate("td => td.textContent") == "emulate built-in"
     page.locator('tr[data-model="qwen3:8b"]').click()
     rename = page.locator(".fields .field", has_text="rename")
     expect(rename.locator(".badge.src-exact")).to_have_attribute("title", 'models: "qwen3:8b"')
