@@ -12,22 +12,18 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.agent_setups import PINS, AgentSetup, all_setups
+from support.agent_toolshim import AGENTS_DIR, KEY, MODEL, scripted_toolshim
 from support.scripted_agents import BEHAVIOURS, ScriptedAgentModel
-from support.servers import free_port, serve, wait_until_ok
 
 pytestmark = pytest.mark.agents
 
 ROOT = Path(__file__).resolve().parents[2]
-AGENTS_DIR = Path(os.environ.get("TOOLSHIM_AGENTS_DIR", ROOT / ".agents"))
-MODEL = "qwen3-coder:30b"
-KEY = "sk-toolshim-agents"
 WRITE_TOOLS = {"opencode": "write", "qwen": "write_file", "cn": "Write", "codex": "apply_patch"}
 
 
@@ -53,24 +49,9 @@ def agent_bin() -> Path:
 def toolshim(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
              ) -> Iterator[tuple[str, ScriptedAgentModel, Path]]:
     """The scripted model in one behaviour, and toolshim in front of it (its log kept)."""
-    model = ScriptedAgentModel(request.param, MODEL)
     tmp = tmp_path_factory.mktemp(f"toolshim-{request.param}")
-    caps, log = tmp / "capabilities.yaml", tmp / "toolshim.log"
-    caps.write_text("version: 1\n")
-    port = free_port()
-    with serve(model.app, lifespan="off") as upstream, log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "proxy", "--host", "127.0.0.1", "--port", str(port),
-             "--upstream", upstream, "--capabilities", str(caps), "--api-key", KEY,
-             "--log-format", "text"],
-            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-            cwd=tmp)
-        try:
-            assert wait_until_ok(f"http://127.0.0.1:{port}/healthz", proc), log.read_text()
-            yield f"http://127.0.0.1:{port}", model, log
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+    with scripted_toolshim(request.param, tmp, None) as running:
+        yield running
 
 
 def _run(bin_dir: Path, base: str, binary: str, prompt: str, tmp: Path

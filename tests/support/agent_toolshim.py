@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -35,27 +36,42 @@ def installed(binary: str) -> Path:
 
 
 @contextmanager
-def scripted_toolshim(behaviour: str, tmp: Path, alias: str
+def scripted_toolshim(behaviour: str, tmp: Path, alias: str | None
                       ) -> Iterator[tuple[str, ScriptedAgentModel, Path]]:
     """(toolshim's base URL, the scripted model, toolshim's log) while both run; toolshim
     maps the agent's own model names (`alias`, a glob) to the local model."""
     model = ScriptedAgentModel(behaviour, MODEL)
     caps, log = tmp / "capabilities.yaml", tmp / "toolshim.log"
     caps.write_text("version: 1\n")
-    port = free_port()
+    more = ["--alias", f"{alias}={MODEL}"] if alias else []
     with serve(model.app, lifespan="off") as upstream, log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "proxy", "--host", "127.0.0.1", "--port", str(port),
-             "--upstream", upstream, "--capabilities", str(caps), "--api-key", KEY,
-             "--alias", f"{alias}={MODEL}", "--log-format", "text"],
-            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-            cwd=tmp)
+        base, proc = _start(["--upstream", upstream, "--capabilities", str(caps),
+                             "--api-key", KEY, *more, "--log-format", "text"], out, log, tmp)
         try:
-            assert wait_until_ok(f"http://127.0.0.1:{port}/healthz", proc), log.read_text()
-            yield f"http://127.0.0.1:{port}", model, log
+            yield base, model, log
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+def _start(args: list[str], out: IO[bytes], log: Path, tmp: Path
+           ) -> tuple[str, subprocess.Popen[bytes]]:
+    """toolshim on a free port, answering /healthz. A port found free can be taken by
+    another process before toolshim binds it (toolshim then exits at once, saying so):
+    another port is tried, three times at most."""
+    for _ in range(3):
+        port = free_port()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "proxy", "--host", "127.0.0.1", "--port", str(port), *args],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            cwd=tmp)
+        if wait_until_ok(f"http://127.0.0.1:{port}/healthz", proc):
+            return f"http://127.0.0.1:{port}", proc
+        proc.kill()
+        proc.wait(timeout=10)
+        if "cannot listen" not in log.read_text():
+            break
+    raise AssertionError(log.read_text())
 
 
 def explain(name: str, run: subprocess.CompletedProcess[str], log: Path) -> str:
