@@ -10,6 +10,7 @@ import httpx
 import openai
 import pytest
 from support.fake_ollama import FakeOllama, Reply
+from support.leaving import eventually, leave_mid_stream
 from support.servers import free_port, serve
 
 from proxy.app import create_app
@@ -211,14 +212,9 @@ def test_garbage_mid_stream_ends_with_error(fake: FakeOllama, client: openai.Ope
 
 def test_client_disconnect_closes_upstream(fake: FakeOllama, proxy_url: str) -> None:
     fake.reply("qwen3:8b", Reply(content=[f"piece {i} " for i in range(50)], delay=0.05))
-    with httpx.stream("POST", proxy_url + "/v1/chat/completions",
-                      json={"model": "qwen3:8b", "messages": MSG, "stream": True}) as response:
-        for line in response.iter_lines():
-            if "piece 1" in line:
-                break
-    deadline = time.monotonic() + 3
-    while fake.abandoned == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    leave_mid_stream(proxy_url + "/v1/chat/completions",
+                     {"model": "qwen3:8b", "messages": MSG, "stream": True})
+    assert eventually(lambda: fake.abandoned > 0)
     assert fake.abandoned == 1
 
 

@@ -18,6 +18,7 @@ import openai
 import pytest
 from support.fake_ollama import FakeOllama, Reply
 from support.forward_proxy import forward_proxy
+from support.leaving import eventually, leave_mid_stream
 from support.private_ca import TlsFront, server_context, tls_front
 from support.servers import serve
 
@@ -222,14 +223,9 @@ def test_over_httpx_a_stream_flows_before_the_answer_is_whole(
 def test_over_httpx_a_client_that_leaves_cancels_the_upstream(
         fake: FakeOllama, over_httpx: str) -> None:
     fake.reply("qwen3:8b", Reply(content=[f"piece {i} " for i in range(50)], delay=0.05))
-    with httpx.stream("POST", over_httpx + "/v1/chat/completions", trust_env=False,
-                      json={"model": "qwen3:8b", "messages": MSG, "stream": True}) as response:
-        for line in response.iter_lines():
-            if "piece 1" in line:
-                break
-    deadline = time.monotonic() + 3
-    while fake.abandoned == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    leave_mid_stream(over_httpx + "/v1/chat/completions",
+                     {"model": "qwen3:8b", "messages": MSG, "stream": True}, trust_env=False)
+    assert eventually(lambda: fake.abandoned > 0)
     assert fake.abandoned == 1
 
 

@@ -15,6 +15,7 @@ import openai
 import pytest
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.leaving import eventually, leave_mid_stream
 from support.log_lines import request_lines
 from support.servers import serve
 
@@ -427,14 +428,9 @@ def test_upstream_error_event_ends_with_response_failed(client: openai.OpenAI,
 
 def test_client_disconnect_closes_upstream(fake: FakeOllama, proxy_url: str) -> None:
     fake.reply("qwen3:8b", Reply(content=[f"piece {i} " for i in range(50)], delay=0.05))
-    with httpx.stream("POST", proxy_url + "/v1/responses",
-                      json={"model": "qwen3:8b", "input": "go", "stream": True}) as response:
-        for line in response.iter_lines():
-            if "piece 1" in line:
-                break
-    deadline = time.monotonic() + 3
-    while fake.abandoned == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    leave_mid_stream(proxy_url + "/v1/responses",
+                     {"model": "qwen3:8b", "input": "go", "stream": True})
+    assert eventually(lambda: fake.abandoned > 0)
     assert fake.abandoned == 1
 
 
