@@ -124,6 +124,18 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     return body
 
 
+def load_body(raw: bytes, invalid: str = "request body is not valid JSON") -> object:
+    """A door's body parsed, and refused (400) when it is not JSON or nests too deep:
+    the walk runs only when the body holds enough brackets to nest that far."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(400, f"{invalid}: {exc}", code="invalid_json") from None
+    if containers_at_most(raw) > MAX_DEPTH:
+        check_walkable(body)
+    return body
+
+
 def check_walkable(body: object) -> None:
     """Refuse nesting every later recursive walk (and orjson.dumps) would choke on."""
     if depth_exceeds(body):

@@ -21,13 +21,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Send
 
 from proxy.api.chat_output import ChatOutput, chat_chunks
-from proxy.api.chat_request import check_tool_refs, check_walkable, read_body
+from proxy.api.chat_request import check_tool_refs, load_body, read_body
 from proxy.api.failures import answer_or_error
 from proxy.api.gemini.answer import AnswerBuilder, sse_frame
 from proxy.api.gemini.errors import render
 from proxy.api.gemini.path import split_method
 from proxy.api.gemini.request import Translated, to_chat
-from proxy.api.hostile import MAX_DEPTH, containers_at_most
 from proxy.api.relay import SseResponse, SseWriter
 from proxy.backends.context import estimate_tokens
 from proxy.chat import aliased
@@ -80,14 +79,7 @@ async def _handle(ex: Exchange, target: tuple[str, str] | None) -> Response:
 
 
 def _decode(raw: bytes) -> object:
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise ApiError(400, f"Invalid JSON payload received: {exc}", code="invalid_json") \
-            from None
-    if containers_at_most(raw) > MAX_DEPTH:
-        check_walkable(body)
-    return body
+    return load_body(raw, "Invalid JSON payload received")
 
 
 def _estimate(ex: Exchange, model: str, chars: int) -> int:

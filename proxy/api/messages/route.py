@@ -21,10 +21,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Send
 
 from proxy.api.chat_output import ChatOutput, chat_chunks, output_of
-from proxy.api.chat_request import check_tool_refs, check_walkable, read_body
+from proxy.api.chat_request import check_tool_refs, load_body, read_body
 from proxy.api.disconnect import unless_client_leaves
 from proxy.api.failures import answer_or_error, client_left
-from proxy.api.hostile import MAX_DEPTH, containers_at_most
 from proxy.api.messages.errors import error_type, render
 from proxy.api.messages.events import PING_FRAME, MessageBuilder, frames
 from proxy.api.messages.request import Translated, to_chat, validate
@@ -89,13 +88,7 @@ async def _stream(ex: Exchange, builder: MessageBuilder, chat: ChatRequest) -> R
 
 
 def _decode(raw: bytes, *, counting: bool = False) -> dict[str, Any]:
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise ApiError(400, f"request body is not valid JSON: {exc}", code="invalid_json") \
-            from None
-    if containers_at_most(raw) > MAX_DEPTH:
-        check_walkable(body)
+    body = load_body(raw)
     if counting and isinstance(body, dict):
         body.setdefault("max_tokens", 1)  # count_tokens takes no max_tokens
     return validate(body)
