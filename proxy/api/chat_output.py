@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from proxy.api.disconnect import unless_client_leaves
 from proxy.api.failures import client_left
 from proxy.api.relay import SseWriter
-from proxy.chat import run_chat
+from proxy.flow.chat import run_chat
 from proxy.flow.exchange import Exchange
 from proxy.flow.run import ChatRun
 from proxy.flow.translate import ChunkOut, as_chunks

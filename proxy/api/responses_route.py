@@ -19,8 +19,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Send
 
+from proxy.api.body import read_body
 from proxy.api.chat_output import ChatOutput, chat_chunks
-from proxy.api.chat_request import read_body
 from proxy.api.failures import answer_or_error
 from proxy.api.relay import SseResponse, SseWriter
 from proxy.api.responses_events import Event, ResponseBuilder

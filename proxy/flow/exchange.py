@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 
 import anyio
 from starlette.requests import Request
 
+from proxy.capabilities.learning import LearnedFact, facts_from
 from proxy.capabilities.resolve import normalise_model_name
-from proxy.capabilities.store import CapabilityStore
-from proxy.console.tap import Tap
-from proxy.flow.learning import LearnedFact, facts_from
+from proxy.capabilities.store import CapabilityStore, now_iso
 from proxy.observability.redact import Redactor
+from proxy.observability.tap import Tap
 from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services
 from proxy.types import Observation
@@ -130,10 +129,6 @@ def _tags_names(svc: Services, upstream: str) -> bool:
 def _as_written(fact: LearnedFact, asked: str) -> LearnedFact:
     same = normalise_model_name(fact.model) == normalise_model_name(asked)
     return replace(fact, model=asked.strip() if same else fact.model, tag_default=False)
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def toolshim_headers(ex: Exchange) -> dict[str, str]:

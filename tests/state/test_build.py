@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 from pydantic import ValidationError
 
-from proxy.flow.learning import LearnedFact
+from proxy.capabilities.learning import LearnedFact
 from proxy.settings import ENV_NAMES, Settings, SettingsError, load_settings, secrets
 from proxy.state import MemoryState, build_state
 from proxy.state.limits import Limiter

@@ -20,8 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Send
 
+from proxy.api.body import check_tool_refs, load_body, read_body
 from proxy.api.chat_output import ChatOutput, chat_chunks
-from proxy.api.chat_request import check_tool_refs, load_body, read_body
 from proxy.api.failures import answer_or_error
 from proxy.api.gemini.answer import AnswerBuilder, sse_frame
 from proxy.api.gemini.errors import render
@@ -29,8 +29,8 @@ from proxy.api.gemini.path import split_method
 from proxy.api.gemini.request import Translated, to_chat
 from proxy.api.relay import SseResponse, SseWriter
 from proxy.backends.context import estimate_tokens
-from proxy.chat import aliased
 from proxy.errors import ApiError, check_model_name
+from proxy.flow.chat import aliased
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.translate import ChunkOut
 from proxy.observability.telemetry import RequestRecord

@@ -20,8 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Send
 
+from proxy.api.body import check_tool_refs, load_body, read_body
 from proxy.api.chat_output import ChatOutput, chat_chunks, output_of
-from proxy.api.chat_request import check_tool_refs, load_body, read_body
 from proxy.api.disconnect import unless_client_leaves
 from proxy.api.failures import answer_or_error, client_left
 from proxy.api.messages.errors import error_type, render
@@ -30,8 +30,8 @@ from proxy.api.messages.request import Translated, to_chat, validate
 from proxy.api.messages.waiting import WaitingStream, answered_in_time, drop
 from proxy.api.relay import SseResponse, SseWriter
 from proxy.backends.context import prompt_tokens
-from proxy.chat import run_chat
 from proxy.errors import ApiError
+from proxy.flow.chat import run_chat
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.translate import ChunkOut
 from proxy.observability.telemetry import RequestRecord
