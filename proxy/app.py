@@ -25,8 +25,8 @@ from proxy.api.gemini.models import any_models, one_model
 from proxy.api.gemini.route import model_method
 from proxy.api.messages.route import count_tokens, create_message
 from proxy.api.passthrough import forward
-from proxy.api.responses_route import create_response, delete_response, get_response
-from proxy.api.responses_store import ResponsesStore
+from proxy.api.responses.route import create_response, delete_response, get_response
+from proxy.api.responses.store import ResponsesStore
 from proxy.backends.egress import egress_plan
 from proxy.backends.upstream import Upstream, fetch_listing, make_upstream
 from proxy.capabilities.store import CapabilityStore

@@ -1,11 +1,11 @@
 """POST /v1/responses and GET / DELETE /v1/responses/{id}.
 
 The Responses API sits at the edges of the chat flow, never beside it: the
-body is translated to a chat request (responses_request), the chat flow
+body is translated to a chat request (request.py), the chat flow
 answers it exactly as it answers /v1/chat/completions (profile, tool policy,
 retries, checks, recovery, headers, metrics, the log line, limits), and the
 chunks it hands its client are translated to Responses events
-(responses_events). `chat_chunks` (api/chat_output.py) is the one place that
+(events.py). `chat_chunks` (api/chat_output.py) is the one place that
 talks to the flow.
 """
 
@@ -23,9 +23,9 @@ from proxy.api.body import read_body
 from proxy.api.chat_output import ChatOutput, chat_chunks
 from proxy.api.failures import answer_or_error
 from proxy.api.relay import SseResponse, SseWriter
-from proxy.api.responses_events import Event, ResponseBuilder
-from proxy.api.responses_request import Translated, to_chat, validate
-from proxy.api.responses_store import ResponsesStore, owner_of
+from proxy.api.responses.events import Event, ResponseBuilder
+from proxy.api.responses.request import Translated, to_chat, validate
+from proxy.api.responses.store import ResponsesStore, owner_of
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.translate import ChunkOut, as_chunks
@@ -159,7 +159,7 @@ def _keep(ex: Exchange, store: ResponsesStore | None, builder: ResponseBuilder,
 
 
 def _owner(ex: Exchange) -> str:
-    """The stored responses this request may use: its API key's (responses_store)."""
+    """The stored responses this request may use: its API key's (store.py)."""
     return owner_of(ex.request.headers.get("authorization", ""),
                     bool(ex.svc.settings.api_keys))
 
