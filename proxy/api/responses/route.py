@@ -25,7 +25,7 @@ from proxy.api.failures import answer_or_error
 from proxy.api.relay import SseResponse, SseWriter
 from proxy.api.responses.events import Event, ResponseBuilder
 from proxy.api.responses.request import Translated, to_chat, validate
-from proxy.api.responses.store import ResponsesStore, owner_of
+from proxy.api.responses.store import ResponsesStore
 from proxy.api.stream_tail import stream_body
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, call_headers
@@ -163,9 +163,9 @@ def _keep(ex: Exchange, store: ResponsesStore | None, builder: ResponseBuilder,
 
 
 def _owner(ex: Exchange) -> str:
-    """The stored responses this request may use: its API key's (store.py)."""
-    return owner_of(ex.request.headers.get("authorization", ""),
-                    bool(ex.svc.settings.api_keys))
+    """The stored responses this request may use: with API keys configured, its key's;
+    else everyone's."""
+    return ex.owner() if ex.svc.settings.api_keys else ""
 
 
 # Lookups in the store call no upstream, but are /v1 requests all the same: one log
