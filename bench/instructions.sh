@@ -35,7 +35,7 @@ valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$TMP/cg.%p" \
   "$PY" "${SERVE[@]}" --upstream "http://127.0.0.1:$FAKE_PORT" >"$TMP/proxy.log" 2>&1 &
 PROXY=$!
 trap 'kill $PROXY $FAKE 2>/dev/null || true; [ -n "${KEEP:-}" ] && cp "$TMP"/cg.* "$KEEP"/ ; rm -rf "$TMP"' EXIT
-for _ in $(seq 1 120); do
+for _ in $(seq 1 600); do  # valgrind starts python slowly on a busy machine
   curl -s -o /dev/null "http://127.0.0.1:$PROXY_PORT/healthz" && break; sleep 1
 done
 URL="http://127.0.0.1:$PROXY_PORT"

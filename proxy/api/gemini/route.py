@@ -25,7 +25,7 @@ from proxy.api.chat_output import ChatOutput, chat_chunks
 from proxy.api.failures import answer_or_error
 from proxy.api.gemini.answer import AnswerBuilder, sse_frame
 from proxy.api.gemini.errors import render
-from proxy.api.gemini.path import split_method
+from proxy.api.gemini.path import METHODS, split_method
 from proxy.api.gemini.request import Translated, to_chat
 from proxy.api.relay import SseResponse, SseWriter
 from proxy.api.stream_tail import stream_body
@@ -50,10 +50,9 @@ async def model_method(request: Request) -> Response:
 
 
 async def _handle(ex: Exchange, target: tuple[str, str] | None) -> Response:
-    if target is None or target[1] not in ("generateContent", "streamGenerateContent",
-                                           "countTokens"):
+    if target is None or target[1] not in METHODS:
         raise ApiError(404, f"{ex.request.url.path!r} names no model method this server "
-                       "has (generateContent, streamGenerateContent, countTokens)")
+                       f"has ({', '.join(METHODS)})")
     model, method = target
     check_model_name(model)
     raw = await read_body(ex.request, ex.svc.settings.max_body_bytes)
