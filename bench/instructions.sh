@@ -41,7 +41,12 @@ done
 URL="http://127.0.0.1:$PROXY_PORT"
 "$PY" "$HERE/load.py" "$URL" --model "$MODEL" -n "${WARM:-300}" -d 300 "$@" >/dev/null
 callgrind_control -i on "$PROXY" >/dev/null 2>&1
-"$PY" "$HERE/load.py" "$URL" --model "$MODEL" -n "$N" -d 600 "$@" | grep -E '"(completed|errors)"'
+COUNTED=$("$PY" "$HERE/load.py" "$URL" --model "$MODEL" -n "$N" -d 600 "$@")
+echo "$COUNTED" | grep -E '"(completed|errors)"'
+if ! echo "$COUNTED" | grep -q '"errors": 0,'; then  # a count over failed requests means nothing
+  echo "instructions: not counted: requests failed ($(echo "$COUNTED" | grep first_error))" >&2
+  exit 1
+fi
 callgrind_control -i off "$PROXY" >/dev/null 2>&1
 callgrind_control -d "$PROXY" >/dev/null 2>&1
 sleep 1
