@@ -18,7 +18,7 @@ from google import genai
 from google.genai import errors, types
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
-from support.leaving import eventually, leave_mid_stream
+from support.leaving import leave_mid_stream, wait_for_cancel
 from support.log_lines import request_lines
 from support.servers import serve
 
@@ -308,7 +308,7 @@ def test_failure_mid_stream_is_an_error_chunk(proxy_url: str, fake: FakeOllama,
 def test_client_disconnect_closes_upstream(fake: FakeOllama, proxy_url: str) -> None:
     fake.reply("qwen3:8b", Reply(content=[f"piece {i} " for i in range(50)], delay=0.05))
     leave_mid_stream(proxy_url + "/v1beta/models/qwen3:8b:streamGenerateContent?alt=sse", HI)
-    assert eventually(lambda: fake.abandoned > 0)
+    wait_for_cancel(fake)
     assert fake.abandoned == 1
 
 

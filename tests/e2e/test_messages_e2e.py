@@ -19,7 +19,7 @@ import orjson
 import pytest
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
-from support.leaving import eventually, leave_mid_stream
+from support.leaving import leave_mid_stream, wait_for_cancel
 from support.log_lines import request_lines
 from support.servers import serve
 
@@ -412,7 +412,7 @@ def test_client_disconnect_closes_upstream(fake: FakeOllama, proxy_url: str) -> 
     fake.reply("qwen3:8b", Reply(content=[f"piece {i} " for i in range(50)], delay=0.05))
     leave_mid_stream(proxy_url + "/v1/messages",
                      {"model": "qwen3:8b", "max_tokens": 5, "stream": True, "messages": HI})
-    assert eventually(lambda: fake.abandoned > 0)
+    wait_for_cancel(fake)
     assert fake.abandoned == 1
 
 
