@@ -236,9 +236,7 @@ def test_client_leaving_a_slow_non_stream_request_cancels_upstream(
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(proxy_url + "/v1/chat/completions", timeout=0.5,
                    json={"model": "qwen3:8b", "messages": MSG})
-    deadline = time.monotonic() + 4.5  # well before the fake would have answered (5 s)
-    while fake.abandoned == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for_cancel(fake, within=4.5)  # well before the fake would have answered (5 s)
     assert fake.abandoned == 1
 
 

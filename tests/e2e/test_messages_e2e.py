@@ -21,6 +21,7 @@ from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.leaving import leave_mid_stream, wait_for_cancel
 from support.log_lines import request_lines
+from support.polling import until
 from support.servers import serve
 
 from proxy.app import create_app
@@ -503,8 +504,6 @@ def test_client_leaving_while_the_model_loads_frees_the_upstream(
         for line in response.iter_lines():
             if "ping" in line:
                 break
-    deadline = time.monotonic() + 3
-    while not request_lines(caplog) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    until(lambda: request_lines(caplog), within=3, what="the request line")
     lines = [r for r in request_lines(caplog) if r.get("endpoint") == "messages"]
     assert len(lines) == 1 and lines[0]["status"] == 499

@@ -27,6 +27,7 @@ from starlette.routing import Route
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.mcp_inventory import inventory_app
+from support.polling import until
 from support.servers import serve
 
 from proxy.flow import server_loop
@@ -218,9 +219,7 @@ def test_http_tool_retries_sends_the_secret_and_never_logs_it(
     assert api.keys == [SECRET, SECRET]  # the 503 was retried once
     assert SECRET not in str(dict(raw.headers))
     # A whole answer is reported once sent: the line may come after the client has it.
-    deadline = time.monotonic() + 5
-    while not _request_lines(caplog) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    until(lambda: _request_lines(caplog), what="the request line")
     lines = _request_lines(caplog)
     assert lines and "inventory:ok" in str(lines[-1].record)  # type: ignore[attr-defined]
     assert SECRET not in caplog.text and all(SECRET not in str(vars(r)) for r in caplog.records)
@@ -266,14 +265,10 @@ def test_mcp_servers_stdio_and_streamable_http(
 
 
 def _ready(proxy_url: str, names: set[str]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        body = httpx.get(proxy_url + "/readyz").json()
-        states = body.get("mcp_servers", {})
-        if all(states.get(n, {}).get("state") == "ready" for n in names):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"MCP servers not ready: {body}")
+    def ready() -> bool:
+        states = httpx.get(proxy_url + "/readyz").json().get("mcp_servers", {})
+        return all(states.get(n, {}).get("state") == "ready" for n in names)
+    until(ready, within=30, what=f"the MCP servers {sorted(names)} ready")
 
 
 def test_admin_and_readyz_show_server_tools_without_secrets(proxy_url: str,
