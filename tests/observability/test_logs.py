@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import logging
 import re
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.polling import until
 from support.servers import serve
 
 from proxy.app import create_app
@@ -286,10 +286,7 @@ def test_info_lines_are_batched_and_a_warning_writes_everything_before_it_in_ord
 def test_the_writer_thread_writes_waiting_lines_soon() -> None:
     logger, _, out = _batched("toolshim.test.batching.soon", interval=0.01)
     logger.info("waiting")
-    for _ in range(200):
-        if "waiting" in out.getvalue():
-            break
-        time.sleep(0.01)
+    until(lambda: "waiting" in out.getvalue(), within=2, what="the writer thread's line")
     assert out.getvalue().rstrip().endswith("waiting")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -15,6 +14,7 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from support.capfile import replace_text
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.polling import until_async
 
 from proxy.app import create_app
 from proxy.observability.metrics import OTHER, BoundedLabels, reason_label
@@ -187,12 +187,14 @@ async def test_model_labels_fold_into_other_past_the_cap(
 
 
 async def scrape_until(http: httpx.AsyncClient, done: Callable[[Any], bool]) -> Any:
-    for _ in range(500):
+    samples: Any = None
+
+    async def scraped() -> bool:
+        nonlocal samples
         samples = await scrape(http)
-        if done(samples):
-            return samples
-        await asyncio.sleep(0.02)
-    raise AssertionError("the reload never showed in /metrics")
+        return done(samples)
+    await until_async(scraped, within=10, what="the reload to show in /metrics")
+    return samples
 
 
 async def test_capability_reloads_and_errors_are_counted(

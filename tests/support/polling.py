@@ -10,8 +10,9 @@ the same way everywhere: an AssertionError naming what was awaited and for how l
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 _STEP = 0.02
 
@@ -29,10 +30,17 @@ def until(check: Callable[[], object], *, what: str, within: float = 5.0) -> Non
         time.sleep(_STEP)
 
 
-async def until_async(check: Callable[[], object], *, what: str, within: float = 5.0) -> None:
-    """`until` for a test whose proxy runs on the test's own event loop."""
+async def until_async(check: Callable[[], object | Awaitable[object]], *, what: str,
+                      within: float = 5.0) -> None:
+    """`until` for a test whose proxy runs on the test's own event loop; `check` may be a
+    coroutine function (one that asks the app over HTTP, say)."""
     deadline = time.monotonic() + within
-    while not check():
+    while not await _checked(check):
         if time.monotonic() > deadline:
             raise _expired(what, within)
         await asyncio.sleep(_STEP)
+
+
+async def _checked(check: Callable[[], object | Awaitable[object]]) -> object:
+    result = check()
+    return await result if inspect.isawaitable(result) else result
