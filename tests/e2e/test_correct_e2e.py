@@ -12,16 +12,9 @@ from support.capfile import edit_and_wait, learned
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.leaving import wait_for_cancel
 from support.polling import until
+from support.tools import READ_FILE, WEATHER_CLOSED
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"], "additionalProperties": False}}}
-READ = {"type": "function", "function": {
-    "name": "read_file",
-    "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
-                   "required": ["path"]}}}
-TOOLS: list[Any] = [WEATHER, READ]
+TOOLS: list[Any] = [WEATHER_CLOSED, READ_FILE]
 MSG: list[Any] = [{"role": "user", "content": "weather in Tokyo?"}]
 GOOD = tool_call("get_weather", {"city": "Tokyo"}, "call_goodgood")
 

@@ -13,14 +13,11 @@ import pytest
 from support.capfile import edit_and_wait, learned, learned_entry
 from support.fake_llamacpp import MODEL, FakeLlamaCpp
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.settings import Settings
 
-WEATHER: Any = {"type": "function", "function": {
-    "name": "get_weather", "description": "Get the current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}
 TIME: Any = {"type": "function", "function": {
     "name": "get_time", "parameters": {"type": "object", "properties": {}}}}
 ASK: Any = [{"role": "user", "content": "What is the weather in Paris?"}]

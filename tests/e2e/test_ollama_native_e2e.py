@@ -22,15 +22,12 @@ from support.fake_ollama_native import BLIND_ANSWER, FakeOllamaNative, NativeRep
 from support.leaving import leave_mid_stream, wait_for_cancel
 from support.polling import until
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.settings import Settings
 
 MSG: list[Any] = [{"role": "user", "content": "weather in Tokyo?"}]
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}
 AUTO = "version: 1\ndefaults:\n  num_ctx: auto\n"
 
 

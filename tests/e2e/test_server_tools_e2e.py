@@ -29,6 +29,7 @@ from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.mcp_inventory import inventory_app
 from support.polling import until
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.flow import server_loop
 from proxy.formats import get_format
@@ -36,9 +37,6 @@ from proxy.formats.base import ParsedCall
 
 SECRET = "s3cret-inventory-key-42"
 MSG: list[Any] = [{"role": "user", "content": "help"}]
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 
 
 class Stock:

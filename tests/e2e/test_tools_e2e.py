@@ -9,16 +9,9 @@ import openai
 import pytest
 from support.capfile import learned_entry
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.tools import READ_FILE, WEATHER_CLOSED
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"], "additionalProperties": False}}}
-READ = {"type": "function", "function": {
-    "name": "read_file",
-    "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
-                   "required": ["path"]}}}
-TOOLS: list[Any] = [WEATHER, READ]
+TOOLS: list[Any] = [WEATHER_CLOSED, READ_FILE]
 MSG: list[Any] = [{"role": "user", "content": "weather in Tokyo?"}]
 
 

@@ -9,6 +9,7 @@ import orjson
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from support.tools import WEATHER
 
 from proxy.api.relay import frame as relay_frame
 from proxy.errors import ApiError
@@ -26,16 +27,13 @@ from proxy.transforms.response import ResponsePipeline, build_pipeline
 from proxy.transforms.response.checks import SchemaCache
 from proxy.types import Chunk, Plan, Profile, ReasoningPolicy
 
-WEATHER_TOOL = {"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {
-        "city": {"type": "string"}}, "required": ["city"]}}}
 BASE = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": 1755000000,
         "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
 
 
 def pipeline(tools: bool = False, reasoning: ReasoningPolicy = "move") -> ResponsePipeline:
     ids = (f"call_gen{i:020d}" for i in itertools.count())
-    return build_pipeline(client_tools=[WEATHER_TOOL] if tools else [],
+    return build_pipeline(client_tools=[WEATHER] if tools else [],
                           profile=Profile(model="qwen3:8b", reasoning=reasoning), plan=Plan(),
                           parallel_tool_calls=None, schema_cache=SchemaCache(),
                           id_factory=lambda: next(ids))

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.polling import until
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.observability.logs import (
@@ -33,8 +34,6 @@ from proxy.settings import Settings, redact_url
 KEY = "tsk-live-0123456789abcdef"
 UPSTREAM_KEY = "upstream-secret-987654321"
 PROMPT = "my very private prompt about the merger"
-WEATHER = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-    "type": "object", "properties": {"city": {"type": "string"}}}}}]
 
 
 def emit(formatter: logging.Formatter, msg: str, record: dict[str, Any] | None = None) -> str:
@@ -139,7 +138,7 @@ async def test_one_json_line_per_request_with_no_secret_in_any_line(
     app = create_app(settings, Telemetry(logging.getLogger("toolshim")))
     auth = {"authorization": f"Bearer {KEY}", "x-request-id": "req-one"}
     body = {"model": "qwen3:8b", "messages": [{"role": "user", "content": PROMPT}],
-            "tools": WEATHER}
+            "tools": [WEATHER]}
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
