@@ -8,18 +8,15 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.tools import WEATHER_PARAMETERS
 
 from proxy.transforms.response.assembly import CallAssembly
 from proxy.transforms.response.checks import SchemaCache
 from proxy.types import Chunk, InvalidPolicy, Observation
 
 T = 1755000000
-WEATHER = {
-    "type": "object",
-    "properties": {"city": {"type": "string"}},
-    "required": ["city"],
-}
-OFFERED: dict[str, Any] = {"get_weather": WEATHER, "get_time": {"type": "object", "properties": {}}}
+OFFERED: dict[str, Any] = {"get_weather": WEATHER_PARAMETERS,
+                           "get_time": {"type": "object", "properties": {}}}
 
 
 def _ids() -> Iterator[str]:
