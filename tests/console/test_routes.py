@@ -14,6 +14,7 @@ from ruamel.yaml import YAML
 from support.battery import good_answers, script, weak_answers
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.inprocess import InProcessApps
+from support.tools import WEATHER
 
 from proxy.settings import Settings
 from tests.support.capfile import learned, replace_text
@@ -141,8 +142,7 @@ async def test_requests_keeps_the_last_n_without_prompts(
         console: Callable[..., Any], fake: FakeOllama) -> None:
     fake.reply("qwen3:8b", WEATHER_CALL)
     http = await console(recent_requests=2)
-    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    tools = [WEATHER]
     for _ in range(3):
         assert (await http.post("/v1/chat/completions",
                                 json=_chat("qwen3:8b", tools=tools))).status_code == 200

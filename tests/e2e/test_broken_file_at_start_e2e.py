@@ -16,13 +16,12 @@ from support.capfile import replace_text
 from support.fake_ollama import FakeOllama
 from support.polling import until
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.settings import Settings
 
-TOOLS: list[Any] = [{"type": "function", "function": {
-    "name": "get_weather",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 BROKEN = 'version: 1\nmodels:\n  "qwen3*":\n    tools: sometimes\n'
 

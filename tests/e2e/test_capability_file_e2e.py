@@ -17,14 +17,13 @@ from support.capfile import learned, learned_entry, replace_text
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.polling import until
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.capabilities.shipped import shipped_text
 from proxy.settings import Settings
 
-TOOLS: list[Any] = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 PERSON = "# mine\nversion: 1\nmodels:\n  \"qwen3*\":\n    max_tools: 10\n"
 

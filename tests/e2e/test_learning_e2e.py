@@ -13,13 +13,12 @@ from support.capfile import edit_and_wait, learned, learned_entry
 from support.fake_ollama import FakeOllama, Reply
 from support.inprocess import InProcessApps
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.settings import Settings
 
-TOOLS: list[Any] = [{"type": "function", "function": {
-    "name": "get_weather",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 PERSON = """# my notes: keep this comment
 version: 1

@@ -23,11 +23,11 @@ from support.polling import until
 from support.redis_server import RedisServer, running_redis
 from support.replicas import Replica, start_replicas, stop_all
 from support.servers import serve
+from support.tools import WEATHER
 
 pytestmark = pytest.mark.redis
 
-TOOLS: list[Any] = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {}}}}]
+TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 WORKERS = ("--workers", "2")
 

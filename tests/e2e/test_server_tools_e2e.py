@@ -289,14 +289,14 @@ def test_mixed_turn_client_gets_its_call_and_the_server_part_is_put_back(
         finish="tool_calls"))
     fake.reply("qwen3:8b", Reply(content=["42 and rainy."]))
     first = client.chat.completions.create(model="qwen3:8b", messages=MSG,
-                                           tools=[WEATHER])  # type: ignore[list-item]
+                                           tools=[WEATHER])
     message = first.choices[0].message
     assert first.choices[0].finish_reason == "tool_calls"
     assert [c.function.name for c in message.tool_calls or []] == ["get_weather"]
     history = [*MSG, message.model_dump(exclude_none=True),
                {"role": "tool", "tool_call_id": "call_wthr0001", "content": "rain"}]
     second = client.chat.completions.create(model="qwen3:8b", messages=history,
-                                            tools=[WEATHER])  # type: ignore[list-item]
+                                            tools=[WEATHER])
     assert second.choices[0].message.content == "42 and rainy."
     sent = fake.chat_requests()[-1]["messages"]
     assert [c["function"]["name"] for c in sent[1]["tool_calls"]] == ["calc", "get_weather"]

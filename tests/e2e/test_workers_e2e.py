@@ -18,9 +18,9 @@ from support.capfile import learned
 from support.fake_ollama import FakeOllama
 from support.polling import until
 from support.servers import free_port, wait_until_ok
+from support.tools import WEATHER
 
-TOOLS: list[Any] = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {}}}}]
+TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 REFUSING = ["gemma3:4b", "phi3:mini", "llama2:7b", "tinyllama:1b"]
 

@@ -24,6 +24,7 @@ from support.capfile import learned
 from support.fake_ollama import FakeOllama
 from support.polling import until_async
 from support.redis_server import RedisServer, running_redis
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.flow.learning import LearnedFact
@@ -101,8 +102,7 @@ async def test_configuration_in_redis_is_refused_never_applied(
         assert "Send every secret" not in repr(profile)
         sdk = openai.AsyncOpenAI(base_url="http://toolshim/v1", api_key="unused",
                                  http_client=http, max_retries=0)
-        tools: Any = [{"type": "function", "function": {"name": "get_weather",
-                                                         "parameters": {"type": "object"}}}]
+        tools: Any = [WEATHER]
         await sdk.chat.completions.create(model="qwen3:8b", tools=tools,
                                           messages=[{"role": "user", "content": "hi"}])
         sent = fake.chat_requests()[-1]

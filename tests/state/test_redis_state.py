@@ -24,6 +24,7 @@ from support.capfile import learned
 from support.fake_ollama import FakeOllama
 from support.polling import until_async
 from support.redis_server import RedisServer, running_redis
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.services import Services
@@ -32,8 +33,7 @@ from proxy.state.codec import SCHEMA_VERSION
 
 pytestmark = pytest.mark.redis
 
-TOOLS: list[Any] = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {}}}}]
+TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 
 

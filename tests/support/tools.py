@@ -28,29 +28,32 @@ def chat_tool(name: str, parameters: dict[str, Any], description: str | None = N
     return {"type": "function", "function": {**function, "parameters": parameters}}
 
 
+# The tools below are typed Any, as the tests' own were: the SDKs type a tool as their
+# TypedDicts, and what the tests pass is the plain JSON a client sends.
+
+
 # Chat completions (and Ollama's /api/chat, which takes the same shape).
-WEATHER: dict[str, Any] = chat_tool(WEATHER_NAME, WEATHER_PARAMETERS, WEATHER_DESCRIPTION)
-WEATHER_CLOSED: dict[str, Any] = chat_tool(WEATHER_NAME, WEATHER_PARAMETERS_CLOSED,
-                                           WEATHER_DESCRIPTION)
+WEATHER: Any = chat_tool(WEATHER_NAME, WEATHER_PARAMETERS, WEATHER_DESCRIPTION)
+WEATHER_CLOSED: Any = chat_tool(WEATHER_NAME, WEATHER_PARAMETERS_CLOSED, WEATHER_DESCRIPTION)
 
 # The Responses API's flat function tool, as Codex sends it (strict, closed schema).
-WEATHER_RESPONSES: dict[str, Any] = {
+WEATHER_RESPONSES: Any = {
     "type": "function", "name": WEATHER_NAME, "description": WEATHER_DESCRIPTION,
     "parameters": WEATHER_PARAMETERS_CLOSED, "strict": True}
 
 # The Gemini API's functionDeclaration, with the JSON-schema field the SDKs send.
-WEATHER_GEMINI: dict[str, Any] = {
+WEATHER_GEMINI: Any = {
     "name": WEATHER_NAME, "description": WEATHER_DESCRIPTION,
     "parametersJsonSchema": WEATHER_PARAMETERS_CLOSED}
 
 # The Messages API's tool as Claude Code sends it: a draft-2020-12 `$schema`, a cache
 # breakpoint and the streaming hints, none of which a chat backend may see.
-WEATHER_MESSAGES: dict[str, Any] = {
+WEATHER_MESSAGES: Any = {
     "name": WEATHER_NAME, "description": WEATHER_DESCRIPTION,
     "input_schema": {"$schema": "https://json-schema.org/draft/2020-12/schema",
                      **WEATHER_PARAMETERS_CLOSED},
     "cache_control": {"type": "ephemeral"}, "strict": True, "eager_input_streaming": True}
 
 # A second tool, for tests where the model must pick one of several.
-READ_FILE: dict[str, Any] = chat_tool("read_file", {
+READ_FILE: Any = chat_tool("read_file", {
     "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})

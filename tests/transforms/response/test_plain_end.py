@@ -13,6 +13,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.tools import WEATHER
 
 from proxy.transforms.response import ResponsePipeline, build_pipeline
 from proxy.transforms.response.checks import SchemaCache
@@ -20,9 +21,7 @@ from proxy.types import Plan, Profile, ReasoningPolicy
 
 BASE = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
         "model": "qwen3:8b"}
-TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {
-        "city": {"type": "string"}}, "required": ["city"]}}}]
+TOOLS = [WEATHER]
 PIECES = ["Sunny", " in Oslo", "\n", "<tool_call>", '{"name": "get_weather", ',
           '"arguments": {"city": "Oslo"}}', "</tool_call>", "<think>", "hm", "</think>",
           "<", "```json\n", "```", "{", "[TOOL_CALLS]", "get_weather(city='Oslo')"]
