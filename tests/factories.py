@@ -1,0 +1,48 @@
+"""Builders for what the response side of the tests is made of: chat chunks as a backend
+streams them, their SSE frames, and the response stages with ids a test can predict.
+
+Request bodies are not built here: the end-to-end tests send them through the real SDKs,
+and the few raw ones differ in what they test. The tool a test offers is in support/tools.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from proxy.transforms.response import ResponsePipeline, build_pipeline
+from proxy.transforms.response.checks import SchemaCache
+from proxy.types import Chunk, Plan, Profile
+
+# What Ollama's /v1 stream repeats on every chunk (ollama/openai/openai.go).
+OLLAMA_HEAD: dict[str, Any] = {
+    "id": "chatcmpl-527", "object": "chat.completion.chunk", "created": 1755000000,
+    "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
+# The least a chunk is: for the dialect translators, which read only its choices.
+BARE_HEAD: dict[str, Any] = {"object": "chat.completion.chunk"}
+
+
+def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, *,
+          head: Mapping[str, Any] = OLLAMA_HEAD, **choice: Any) -> Chunk:
+    """One streamed chunk whose choice 0 carries `delta`; `choice` adds fields beside it
+    (logprobs, a backend's extras)."""
+    return {**head, "choices": [{"index": 0, "delta": delta or {}, **choice,
+                                 "finish_reason": finish}]}
+
+
+def sse(obj: Any) -> bytes:
+    """One SSE event as an OpenAI-compatible backend frames it; bytes pass as they are."""
+    return b"data: " + (obj if isinstance(obj, bytes) else orjson.dumps(obj)) + b"\n\n"
+
+
+def response_pipeline(profile: Profile, tools: Sequence[Any] = (), plan: Plan | None = None,
+                      id_format: str = "call_gen{:020d}") -> ResponsePipeline:
+    """The response stages as the flow builds them, minting call ids from a counter (0, 1,
+    ...) so an expected answer can name them."""
+    ids = (id_format.format(i) for i in itertools.count())
+    return build_pipeline(client_tools=list(tools), profile=profile, plan=plan or Plan(),
+                          parallel_tool_calls=None, schema_cache=SchemaCache(),
+                          id_factory=lambda: next(ids))
