@@ -9,19 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 import openai
-import orjson
 import pytest
+from factories import chunk, sse
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.tools import WEATHER
 
 MSG = [{"role": "user", "content": "What is the weather in Paris?"}]
-BASE = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": 1755000000,
-        "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
 
 
-def event(delta: Any, finish: str | None = None) -> bytes:
-    chunk = {**BASE, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    return b"data: " + orjson.dumps(chunk) + b"\n\n"
+def event(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    return sse(chunk(delta, finish))
 
 
 def read_until_error(stream: openai.Stream[Any]) -> tuple[str, list[str], openai.APIError]:
@@ -79,7 +76,7 @@ def test_a_cut_call_with_tools_offered_gives_no_made_up_finish(
 def test_fast_path_garbage_is_an_error_event_not_data(
         fake: FakeOllama, client: openai.OpenAI, garbage: bytes) -> None:
     fake.reply("qwen3:8b", Reply(raw_events=[
-        event({"role": "assistant", "content": "ok"}), b"data: " + garbage + b"\n\n",
+        event({"role": "assistant", "content": "ok"}), sse(garbage),
         event({"content": "never"}), event({}, "stop"), b"data: [DONE]\n\n"]))
     stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True)
     text, finishes, error = read_until_error(stream)
