@@ -21,8 +21,6 @@ from proxy.types import Chunk, Plan, Profile
 OLLAMA_HEAD: dict[str, Any] = {
     "id": "chatcmpl-527", "object": "chat.completion.chunk", "created": 1755000000,
     "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
-# The least a chunk is: for the dialect translators, which read only its choices.
-BARE_HEAD: dict[str, Any] = {"object": "chat.completion.chunk"}
 
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, *,
@@ -31,6 +29,13 @@ def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, *,
     (logprobs, a backend's extras)."""
     return {**head, "choices": [{"index": 0, "delta": delta or {}, **choice,
                                  "finish_reason": finish}]}
+
+
+def text_chunk(content: str | None = None, finish: str | None = None, **delta: Any) -> Chunk:
+    """`chunk` for the stages' tests, which mostly stream text: content first."""
+    if content is not None:
+        delta["content"] = content
+    return chunk(delta, finish)
 
 
 def sse(obj: Any) -> bytes:

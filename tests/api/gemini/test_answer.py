@@ -10,18 +10,13 @@ from itertools import pairwise
 from typing import Any
 
 import orjson
+from factories import chunk as _chunk
 from google.genai import types
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.api.gemini.answer import AnswerBuilder
 from proxy.types import Chunk
-
-
-def _chunk(delta: dict[str, Any] | None = None, finish: str | None = None) -> Chunk:
-    return {"object": "chat.completion.chunk",
-            "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
-
 
 USAGE = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 9,
                                   "completion_tokens_details": {"reasoning_tokens": 4}}}

@@ -11,17 +11,12 @@ import orjson
 from anthropic._models import construct_type
 from anthropic.lib.streaming._messages import accumulate_event
 from anthropic.types import RawMessageStreamEvent
+from factories import chunk as _chunk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.api.messages.events import MessageBuilder, frames, tool_use_id
 from proxy.types import Chunk
-
-
-def _chunk(delta: dict[str, Any] | None = None, finish: str | None = None,
-           **extra: Any) -> Chunk:
-    return {"object": "chat.completion.chunk",
-            "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish, **extra}]}
 
 
 def _call(index: int, call_id: str | None, name: str | None, arguments: str) -> Chunk:

@@ -4,7 +4,7 @@ import itertools
 import json
 from typing import Any
 
-from chunk_shapes import choice_chunk as _chunk
+from factories import text_chunk as _chunk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.tools import WEATHER_PARAMETERS
