@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
+from support.fake_ollama import go_json
 
 from proxy.transforms.response import ResponsePipeline, build_pipeline
 from proxy.transforms.response.checks import SchemaCache
@@ -41,6 +42,16 @@ def text_chunk(content: str | None = None, finish: str | None = None, **delta: A
 def sse(obj: Any) -> bytes:
     """One SSE event as an OpenAI-compatible backend frames it; bytes pass as they are."""
     return b"data: " + (obj if isinstance(obj, bytes) else orjson.dumps(obj)) + b"\n\n"
+
+
+def ollama_event(delta: dict[str, Any], finish: str | None = None, usage: bool = False
+                 ) -> bytes:
+    """One event as Ollama's /v1 writes it, Go's HTML-safe escaping included; `usage`:
+    the usage-only chunk that follows the finish when the client asked for it."""
+    event = chunk(delta, finish)
+    if usage:
+        event = {**event, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+    return b"data: " + go_json(event) + b"\n\n"
 
 
 def response_pipeline(profile: Profile, tools: Sequence[Any] = (), plan: Plan | None = None,
