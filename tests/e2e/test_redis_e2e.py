@@ -20,7 +20,7 @@ from support.capfile import learned_entry
 from support.fake_ollama import FakeOllama, Reply
 from support.inflight import InFlight
 from support.polling import until
-from support.redis_server import RedisServer, running_redis
+from support.redis_server import RedisServer
 from support.replicas import Replica, start_replicas, stop_all
 from support.servers import serve
 from support.tools import WEATHER
@@ -30,12 +30,6 @@ pytestmark = pytest.mark.redis
 TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 WORKERS = ("--workers", "2")
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    with running_redis(tmp_path) as server:
-        yield server
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ keys expire.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -43,19 +43,6 @@ PERSON_OWNED: list[dict[str, Any]] = [
     {"ollama_options": {"num_ctx": 1}},
     {"tools": "off", "max_tools": 1},  # a learned field does not carry a person-owned one in
 ]
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    with running_redis(tmp_path) as server:
-        yield server
-
-
-@pytest.fixture
-def rdb(redis_server: RedisServer) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_server.url)
-    yield client
-    client.close()
 
 
 @pytest.fixture
