@@ -16,6 +16,17 @@ from ruamel.yaml import YAML
 
 from support.polling import until
 
+# A file holding one learned refusal, as the proxy writes it: what the console and the
+# admin API show and what a browser-side attacker would try to change.
+ONE_LEARNED = """version: 1
+learned:
+  "gemma3:4b":
+    tools: "off"
+    source: "runtime_error"
+    at: "2026-11-20T10:00:00Z"
+    evidence: "does not support tools"
+"""
+
 
 def reload_state(proxy_url: str, key: str | None = None) -> tuple[int, str | None]:
     headers = {"authorization": f"Bearer {key}"} if key else {}
