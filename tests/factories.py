@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
+from hypothesis import strategies as st
 from support.fake_ollama import go_json
 
 from proxy.transforms.response import ResponsePipeline, build_pipeline
@@ -52,6 +53,21 @@ def ollama_event(delta: dict[str, Any], finish: str | None = None, usage: bool =
     if usage:
         event = {**event, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
     return b"data: " + go_json(event) + b"\n\n"
+
+
+def ollama_events(*more: bytes) -> st.SearchStrategy[bytes]:
+    """Single Ollama /v1 events for the dialect translators' properties: text of any kind,
+    the role, the finish, the usage chunk, reasoning beside content, a content that looks
+    like the end of a chunk's JSON, and `more` a translator also has to take."""
+    return st.one_of(
+        st.text(max_size=12).map(lambda t: ollama_event({"content": t})),
+        st.sampled_from([
+            ollama_event({"role": "assistant", "content": "hi"}),
+            ollama_event({}, finish="stop"),
+            ollama_event({}, usage=True),
+            ollama_event({"content": "x", "reasoning": "y"}),
+            ollama_event({"content": '"},"finish_reason":null}]}'}),
+            *more]))
 
 
 def response_pipeline(profile: Profile, tools: Sequence[Any] = (), plan: Plan | None = None,

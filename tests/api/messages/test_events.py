@@ -12,7 +12,7 @@ from anthropic._models import construct_type
 from anthropic.lib.streaming._messages import accumulate_event
 from anthropic.types import RawMessageStreamEvent
 from factories import chunk as _chunk
-from factories import ollama_event
+from factories import ollama_event, ollama_events
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -179,14 +179,7 @@ def test_any_split_makes_the_same_message(reasoning: str, text: str, args: dict[
     assert got == expected
 
 
-_EVENTS = st.one_of(
-    st.text(max_size=12).map(lambda t: ollama_event({"content": t})),
-    st.sampled_from([
-        ollama_event({"role": "assistant", "content": "hi"}),
-        ollama_event({}, finish="stop"),
-        ollama_event({}, usage=True),
-        ollama_event({"content": "x", "reasoning": "y"}),
-        ollama_event({"content": '"},"finish_reason":null}]}'})]))
+_EVENTS = ollama_events()
 
 
 @settings(max_examples=150, deadline=None)
