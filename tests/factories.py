@@ -70,11 +70,11 @@ def ollama_events(*more: bytes) -> st.SearchStrategy[bytes]:
             *more]))
 
 
-def response_pipeline(profile: Profile, tools: Sequence[Any] = (), plan: Plan | None = None,
-                      id_format: str = "call_gen{:020d}") -> ResponsePipeline:
-    """The response stages as the flow builds them, minting call ids from a counter (0, 1,
-    ...) so an expected answer can name them."""
-    ids = (id_format.format(i) for i in itertools.count())
+def response_pipeline(profile: Profile, tools: Sequence[Any] = (), plan: Plan | None = None
+                      ) -> ResponsePipeline:
+    """The response stages as the flow builds them, minting call ids from a counter
+    (call_gen000...0, ...1, ...) so an expected answer can name them."""
+    ids = (f"call_gen{i:020d}" for i in itertools.count())
     return build_pipeline(client_tools=list(tools), profile=profile, plan=plan or Plan(),
                           parallel_tool_calls=None, schema_cache=SchemaCache(),
                           id_factory=lambda: next(ids))
