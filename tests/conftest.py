@@ -11,6 +11,7 @@ import openai
 import pytest
 from starlette.applications import Starlette
 from support.fake_ollama import FakeOllama
+from support.redis_server import RedisServer, running_redis
 from support.servers import serve
 
 from proxy.app import create_app
@@ -97,3 +98,10 @@ async def asgi(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
 async def aclient(asgi: httpx.AsyncClient) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url="http://toolshim/v1", api_key="unused",
                               http_client=asgi, max_retries=0)
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A real redis-server on loopback; the test is skipped where none is installed."""
+    with running_redis(tmp_path) as server:
+        yield server

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.capfile import ONE_LEARNED
 from support.fake_ollama import FakeOllama
 from support.inprocess import InProcessApps
 
@@ -17,14 +18,6 @@ from proxy.settings import Settings, secrets
 CLIENT = "sk-client-0001"
 ADMIN = "sk-admin-0002"
 OTHER_ADMIN = "sk-admin-0003"
-LEARNED = """version: 1
-learned:
-  "gemma3:4b":
-    tools: "off"
-    source: "runtime_error"
-    at: "2026-11-20T10:00:00Z"
-    evidence: "does not support tools"
-"""
 ADMIN_PATHS = [("GET", "/admin/models"), ("GET", "/admin/requests"),
                ("GET", "/admin/capabilities"), ("GET", "/admin/bench"),
                ("POST", "/admin/learned/gemma3:4b/forget"), ("POST", "/admin/validate")]
@@ -37,7 +30,7 @@ def _bearer(key: str) -> dict[str, str]:
 @pytest.fixture
 async def apps(make_settings: Callable[..., Settings], caps_path: Path
                ) -> AsyncIterator[Callable[..., Any]]:
-    caps_path.write_text(LEARNED)
+    caps_path.write_text(ONE_LEARNED)
     made = InProcessApps(make_settings)
     yield made.open
     await made.close()

@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 from support.capfile import replace_text
 from support.fake_ollama import FakeOllama
+from support.polling import until_async
 
 from proxy.app import create_app
 from proxy.middleware import Drain, Edge
@@ -149,11 +150,10 @@ async def test_admin_capabilities_shows_sources_and_reload_error(
         await http.get("/v1/models")
         good = (await http.get("/admin/capabilities")).json()
         replace_text(caps_path, "version: 1\nmodels: [broken\n")
-        for _ in range(500):  # reloaded in the background, with no request at all
-            bad = (await http.get("/admin/capabilities")).json()
-            if bad["last_reload_error"]:
-                break
-            await asyncio.sleep(0.02)
+        async def reloaded() -> bool:  # in the background, with no request at all
+            return bool((await http.get("/admin/capabilities")).json()["last_reload_error"])
+        await until_async(reloaded, within=10, what="the broken file's reload error")
+        bad = (await http.get("/admin/capabilities")).json()
     models = good["models"]
     assert set(models) == {"qwen3:8b", "custom:latest", "gemma3:4b"}
     assert models["qwen3:8b"]["known_from"] == ["models", "listing"]

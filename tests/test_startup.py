@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import logging
 from collections.abc import Callable
@@ -12,6 +11,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from support.polling import until_async
 from support.servers import serve
 
 from proxy.app import create_app
@@ -47,10 +47,9 @@ async def test_one_line_at_start_then_each_upstreams_kind(
                             api_keys=(KEY,), port=9123)
         app = create_app(settings)
         async with app.router.lifespan_context(app):
-            for _ in range(100):
-                if sum("upstream http" in r.getMessage() for r in caplog.records) == 2:
-                    break
-                await asyncio.sleep(0.05)
+            await until_async(
+                lambda: sum("upstream http" in r.getMessage() for r in caplog.records) == 2,
+                what="both upstreams' kinds logged")
     messages = [r.getMessage() for r in caplog.records]
     (start,) = [m for m in messages if m.startswith("toolshim listening")]
     assert "http://127.0.0.1:9123" in start

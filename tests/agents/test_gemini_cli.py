@@ -18,10 +18,17 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
-from support.agent_toolshim import KEY, MODEL, explain, installed, logged, scripted_toolshim
+from support.agent_tasks import (
+    check_route,
+    creates_a_file,
+    reads_a_file_and_reports_it,
+    run_headless,
+)
+from support.agent_toolshim import KEY, installed, scripted_toolshim
 from support.scripted_agents import BEHAVIOURS, ScriptedAgentModel
 
 pytestmark = pytest.mark.agents
@@ -55,51 +62,23 @@ def _gemini_env(base_url: str, home: Path) -> dict[str, str]:
 
 def _gemini(gemini_bin: Path, base_url: str, prompt: str, tmp_path: Path
             ) -> subprocess.CompletedProcess[str]:
-    workspace, home = tmp_path / "work", tmp_path / "home"
-    workspace.mkdir(exist_ok=True)
-    home.mkdir()
-    return subprocess.run(
-        [str(gemini_bin), "-p", prompt, "-m", "gemini-2.5-pro", "--approval-mode", "yolo"],
-        check=False, cwd=workspace, env=_gemini_env(base_url, home), capture_output=True,
-        text=True, timeout=180)
+    return run_headless([str(gemini_bin), "-p", prompt, "-m", "gemini-2.5-pro",
+                         "--approval-mode", "yolo"], partial(_gemini_env, base_url), tmp_path)
 
 
 def test_gemini_cli_reads_a_file_and_reports_it(gemini_bin: Path, toolshim: Scripted,
                                                 tmp_path: Path) -> None:
     base_url, model, log = toolshim
-    (tmp_path / "work").mkdir()
-    notes = tmp_path / "work" / "notes.txt"
-    notes.write_text("walrus-7319-copper\n")
-    run = _gemini(gemini_bin, base_url, f"Read the file {notes} and tell me what it says.",
-                  tmp_path)
-    why = explain("gemini", run, log)
-    assert run.returncode == 0, why
-    assert "walrus-7319-copper" in run.stdout, why  # only the file holds this token
-    _check_route(model, log, "read_file", why)
+    ask = partial(_gemini, gemini_bin, base_url, tmp_path=tmp_path)
+    why = reads_a_file_and_reports_it(ask, "gemini", log, tmp_path)
+    # Gemini CLI speaks the Gemini door: its request lines say so.
+    check_route(model, log, "read_file", why, "endpoint=gemini")
 
 
 def test_gemini_cli_creates_a_file_with_its_write_tool(gemini_bin: Path, toolshim: Scripted,
                                                        tmp_path: Path) -> None:
     base_url, model, log = toolshim
-    target = tmp_path / "work" / "created.txt"
-    run = _gemini(gemini_bin, base_url,
-                  f"Create the file {target} containing exactly: heron-5521-violet", tmp_path)
-    why = explain("gemini", run, log)
-    assert run.returncode == 0, why
-    assert target.exists() and target.read_text().strip() == "heron-5521-violet", why
-    assert "Done" in run.stdout, why
-    _check_route(model, log, "write_file", why)
+    ask = partial(_gemini, gemini_bin, base_url, tmp_path=tmp_path)
+    why = creates_a_file(ask, "gemini", log, tmp_path)
+    check_route(model, log, "write_file", why, "endpoint=gemini")
 
-
-def _check_route(model: ScriptedAgentModel, log: Path, tool: str, why: str) -> None:
-    """The agent's own tool was offered; every Gemini name was aliased; the call went
-    through the Gemini door, and a call written as text (or emulated for the refusing
-    backend) was recovered into a functionCall."""
-    offered = {t["function"]["name"] for r in model.requests for t in r.get("tools") or []}
-    assert tool in offered, why
-    assert {r["model"] for r in model.requests} == {MODEL}, why
-    assert logged(log, "endpoint=gemini"), why
-    if model.behaviour == "refusing":
-        assert logged(log, "rung=emulate"), why
-    if model.behaviour != "native":
-        assert logged(log, "calls_recovered=1"), why

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.polling import until
 
 from proxy.capabilities.learning import LearnedFact
 from proxy.capabilities.load import parse_capabilities
@@ -22,16 +21,11 @@ def fact(model: str) -> LearnedFact:
 
 
 def learned(path: Path) -> list[str]:
+    """The learned models, read through the proxy's own parser (not support.capfile's plain
+    YAML read): what the keeper writes must be a file the proxy itself loads again."""
     caps = parse_capabilities(path.read_text())[0]
     assert caps is not None
     return list(caps.learned)
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def test_writes_are_coalesced_and_leave_the_callers_thread(tmp_path: Path) -> None:
@@ -45,7 +39,7 @@ def test_writes_are_coalesced_and_leave_the_callers_thread(tmp_path: Path) -> No
         for i in range(50):
             store.record([fact(f"m{i}:1b")])
             assert store.profile(f"m{i}:1b").tool_support == "refused"  # in force at once
-        wait_for(lambda: sum(n for n, _ in batches) == 50)
+        until(lambda: sum(n for n, _ in batches) == 50, within=10, what="50 facts written")
     finally:
         store.close()
     assert len(batches) < 50
@@ -85,7 +79,8 @@ def test_read_only_file_gets_its_facts_once_writable_and_on_close(tmp_path: Path
     store.start()
     try:
         store.record([fact("a:1b")])
-        wait_for(lambda: not store.dirty)  # the keeper tried, and kept it in memory
+        until(lambda: not store.dirty, within=10,
+              what="the keeper's try")  # it tried, and kept the fact in memory
         assert store.pending() == 1 and path.read_text() == BASE
         path.chmod(0o644)
     finally:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML
 from support.battery import good_answers, script, weak_answers
+from support.capfile import learned
 from support.fake_ollama import FakeOllama, Reply
 from support.servers import free_port
 
@@ -29,7 +29,7 @@ def test_validate_prints_each_check_and_records_the_result(
     assert out.count("  pass  ") == 6
     text = caps_path.read_text()
     assert text.startswith("# mine\nversion: 1\n")
-    validation = YAML(typ="safe").load(text)["learned"]["qwen3:8b"]["validation"]
+    validation = learned(caps_path)["qwen3:8b"]["validation"]
     assert validation["passed"] == 6 and validation["failed"] == []
 
 
@@ -41,9 +41,9 @@ def test_validate_all_fails_when_a_model_fails_a_check(
     out = capsys.readouterr().out
     assert "qwen3:8b: 1/6 passed" in out and "FAIL  single_call" in out
     assert "gemma3:4b: " in out  # --all: every listed model
-    learned = YAML(typ="safe").load(caps_path.read_text())["learned"]
-    assert learned["qwen3:8b"]["validation"]["failed"][0] == "single_call"
-    assert learned["gemma3:4b"]["validation"]["rung"] == "emulate"  # the shipped fallback
+    entries = learned(caps_path)
+    assert entries["qwen3:8b"]["validation"]["failed"][0] == "single_call"
+    assert entries["gemma3:4b"]["validation"]["rung"] == "emulate"  # the shipped fallback
 
 
 def test_validate_of_a_model_no_upstream_has_records_nothing(
@@ -55,7 +55,7 @@ def test_validate_of_a_model_no_upstream_has_records_nothing(
     out = capsys.readouterr().out
     assert "nowhere:1b: The model `nowhere:1b` does not exist" in out
     assert "qwen3:8b: 6/6 passed" in out  # the next model is still validated
-    assert set(YAML(typ="safe").load(caps_path.read_text())["learned"]) == {"qwen3:8b"}
+    assert set(learned(caps_path)) == {"qwen3:8b"}
 
 
 def test_validate_needs_a_model(capsys: pytest.CaptureFixture[str]) -> None:

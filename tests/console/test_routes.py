@@ -14,9 +14,10 @@ from ruamel.yaml import YAML
 from support.battery import good_answers, script, weak_answers
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.inprocess import InProcessApps
+from support.tools import WEATHER
 
 from proxy.settings import Settings
-from tests.support.capfile import replace_text
+from tests.support.capfile import learned, replace_text
 
 KEY = "sk-console-test-1234"
 AUTH = {"authorization": f"Bearer {KEY}"}
@@ -141,8 +142,7 @@ async def test_requests_keeps_the_last_n_without_prompts(
         console: Callable[..., Any], fake: FakeOllama) -> None:
     fake.reply("qwen3:8b", WEATHER_CALL)
     http = await console(recent_requests=2)
-    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    tools = [WEATHER]
     for _ in range(3):
         assert (await http.post("/v1/chat/completions",
                                 json=_chat("qwen3:8b", tools=tools))).status_code == 200
@@ -252,10 +252,6 @@ async def test_capture_header_from_a_client_captures_nothing(
     assert got.status_code == 200
 
 
-def _learned(path: Path) -> dict[str, Any]:
-    return dict(YAML(typ="safe").load(path.read_text()).get("learned") or {})
-
-
 async def test_validate_records_the_result_and_v1_models_shows_it(
         console: Callable[..., Any], fake: FakeOllama, caps_file: Path) -> None:
     script(fake, "qwen3:8b", good_answers())
@@ -263,7 +259,7 @@ async def test_validate_records_the_result_and_v1_models_shows_it(
     result = (await http.post("/admin/validate", json={"model": "qwen3:8b"})).json()
     assert (result["passed"], result["total"], result["failed"]) == (6, 6, [])
     assert result["rung"] == "native"
-    recorded = _learned(caps_file)["qwen3:8b"]["validation"]
+    recorded = learned(caps_file)["qwen3:8b"]["validation"]
     assert recorded["passed"] == 6 and recorded["at"] == result["at"]
     assert caps_file.read_text().startswith(FILE.split("learned:")[0])
     listed = {m["id"]: m for m in (await http.get("/v1/models")).json()["data"]}
@@ -276,7 +272,7 @@ async def test_validate_keeps_the_learned_provenance_of_the_entry(
         console: Callable[..., Any], fake: FakeOllama, caps_file: Path) -> None:
     http = await console()
     result = (await http.post("/admin/validate", json={"model": "gemma3:4b"})).json()
-    entry = _learned(caps_file)["gemma3:4b"]
+    entry = learned(caps_file)["gemma3:4b"]
     assert entry["source"] == "runtime_error" and "does not support" in entry["evidence"]
     assert entry["validation"]["failed"] == result["failed"]
     assert "# what the proxy found out" in caps_file.read_text()

@@ -12,14 +12,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.tools import WEATHER
 
 from proxy.formats import FORMATS, recover
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMATS_DOC = (ROOT / "docs" / "formats.md").read_text()
-TOOLS = {"get_weather": {"type": "function", "function": {
-    "name": "get_weather",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}}
+TOOLS = {"get_weather": WEATHER}
 
 
 def _examples() -> list[tuple[str, str]]:

@@ -14,14 +14,14 @@ import openai
 import pytest
 from support.capfile import replace_text
 from support.fake_ollama import FakeOllama
+from support.polling import until
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.settings import Settings
 
-TOOLS: list[Any] = [{"type": "function", "function": {
-    "name": "get_weather",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 BROKEN = 'version: 1\nmodels:\n  "qwen3*":\n    tools: sometimes\n'
 
@@ -53,10 +53,8 @@ def test_a_broken_file_at_start_serves_the_shipped_entries(
         assert caps_path.read_text() == BROKEN
         # Fixed: the file is in force and the facts waiting in memory are written.
         replace_text(caps_path, BROKEN.replace("sometimes", "native"))
-        deadline = time.monotonic() + 10
-        while "refuser:1b" not in caps_path.read_text():
-            assert time.monotonic() < deadline, "the fact was never written"
-            time.sleep(0.05)
+        until(lambda: "refuser:1b" in caps_path.read_text(), within=10,
+              what="the waiting fact written")
         assert caps_path.read_text().startswith(BROKEN.replace("sometimes", "native"))
     lines = [r for r in caplog.records if str(caps_path) in r.getMessage()
              and r.levelno >= logging.WARNING]

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from support.capfile import ONE_LEARNED
 from support.fake_ollama import FakeOllama
 from support.inprocess import InProcessApps
 from support.log_lines import request_lines
@@ -24,14 +25,6 @@ from support.servers import serve
 from proxy.app import create_app
 from proxy.settings import Settings
 
-LEARNED = """version: 1
-learned:
-  "gemma3:4b":
-    tools: "off"
-    source: "runtime_error"
-    at: "2026-11-20T10:00:00Z"
-    evidence: "does not support tools"
-"""
 CHAT = b'{"model": "qwen3:8b", "messages": [{"role": "user", "content": "hi"}]}'
 ACTING = [
     ("/v1/chat/completions", CHAT),
@@ -51,7 +44,7 @@ ORIGIN = "http://127.0.0.1:8080"
 async def apps(make_settings: Callable[..., Settings], caps_path: Path
                ) -> AsyncIterator[Callable[..., Any]]:
     """In-process apps whose client talks to http://127.0.0.1:8080: a loopback listener."""
-    caps_path.write_text(LEARNED)
+    caps_path.write_text(ONE_LEARNED)
     made = InProcessApps(make_settings)
 
     async def open_app(**overrides: Any) -> httpx.AsyncClient:

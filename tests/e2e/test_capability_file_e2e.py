@@ -13,32 +13,19 @@ import httpx
 import openai
 import orjson
 import pytest
-from ruamel.yaml import YAML
-from support.capfile import replace_text
+from support.capfile import learned, learned_entry, replace_text
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.polling import until
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.capabilities.shipped import shipped_text
 from proxy.settings import Settings
 
-TOOLS: list[Any] = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 PERSON = "# mine\nversion: 1\nmodels:\n  \"qwen3*\":\n    max_tools: 10\n"
-
-
-def _learned(path: Path) -> dict[str, Any]:
-    data = YAML(typ="safe").load(path.read_text())
-    return dict(data.get("learned") or {})
-
-
-def _wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def _facts_written(url: str) -> float:
@@ -76,11 +63,13 @@ def test_reload_and_errors_show_without_any_chat_request(
             return body
 
         replace_text(caps_path, PERSON.replace("10", "lots"))
-        _wait_for(lambda: admin()["last_reload_error"] is not None)
+        until(lambda: admin()["last_reload_error"] is not None, within=10,
+              what="the bad edit reported as a reload error")
         assert "capabilities.yaml:5" in httpx.get(url + "/readyz").json()["capabilities"]
         time.sleep(0.3)  # several more checks of the same bad file: still one warning
         replace_text(caps_path, PERSON.replace("10", "12"))
-        _wait_for(lambda: admin()["last_reload_error"] is None)
+        until(lambda: admin()["last_reload_error"] is None, within=10,
+              what="the fixed file reloaded")
         assert httpx.get(url + "/readyz").json()["capabilities"] == "ok"
     assert fake.chat_requests() == []
     warned = [r for r in caplog.records if "max_tools" in r.getMessage()]
@@ -103,9 +92,9 @@ def test_fact_learned_while_the_file_is_invalid_is_written_once_it_is_fixed(
         assert caps_path.read_text() == broken  # never clobbered
         assert _facts_written(url) == 0  # nothing written yet, so nothing counted
         replace_text(caps_path, PERSON)  # the person fixes it; no request follows
-        _wait_for(lambda: "refuser:1b" in _learned(caps_path))
+        learned_entry(caps_path, "refuser:1b", within=10)
         assert caps_path.read_text().startswith(PERSON)
-        _wait_for(lambda: _facts_written(url) == 1)
+        until(lambda: _facts_written(url) == 1, within=10, what="one fact written")
 
 
 def test_pending_facts_are_written_on_shutdown(
@@ -118,7 +107,7 @@ def test_pending_facts_are_written_on_shutdown(
         fake.add_model("other:1b", tools=False)
         sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)
         sdk.chat.completions.create(model="other:1b", messages=MSG, tools=TOOLS)
-    assert {"gemma3:4b", "other:1b"} <= set(_learned(caps_path))
+    assert {"gemma3:4b", "other:1b"} <= set(learned(caps_path))
 
 
 def test_long_and_odd_model_names_never_stop_learning(
@@ -140,8 +129,8 @@ def test_long_and_odd_model_names_never_stop_learning(
         for name in ("refuse-x[", "plain:1b"):
             reply = sdk.chat.completions.create(model=name, messages=MSG, tools=TOOLS)
             assert (reply.choices[0].message.content or "").startswith(f"Hello from {name}")
-        _wait_for(lambda: "plain:1b" in _learned(caps_path))
-    assert set(_learned(caps_path)) == {"plain:1b"}
+        learned_entry(caps_path, "plain:1b", within=10)
+    assert set(learned(caps_path)) == {"plain:1b"}
     assert caps_path.read_text().startswith(PERSON)
     odd = [r.getMessage() for r in caplog.records if "refuse-x[" in r.getMessage()]
     assert len(odd) == 1 and "not learning" in odd[0] and "unclosed '['" in odd[0]
@@ -155,7 +144,7 @@ def test_learned_keys_keep_the_clients_spelling(
     with serve(create_app(make_settings(probe=False))) as url:
         sdk = new_sdk(url)
         sdk.chat.completions.create(model=name, messages=MSG, tools=TOOLS)
-        _wait_for(lambda: name in _learned(caps_path))
+        learned_entry(caps_path, name, within=10)
         models = httpx.get(url + "/admin/capabilities").json()["models"]
         assert models[name]["profile"]["tool_support"] == "refused"
         again = sdk.chat.completions.with_raw_response.create(model=name, messages=MSG,
@@ -173,8 +162,8 @@ def test_learned_entries_are_capped_oldest_first(
     fake.add_model("new:1b", tools=False)
     with serve(create_app(make_settings(probe=False, max_learned=3))) as url:
         new_sdk(url).chat.completions.create(model="new:1b", messages=MSG, tools=TOOLS)
-        _wait_for(lambda: "new:1b" in _learned(caps_path))
-    assert list(_learned(caps_path)) == ["old1:1b", "old2:1b", "new:1b"]
+        learned_entry(caps_path, "new:1b", within=10)
+    assert list(learned(caps_path)) == ["old1:1b", "old2:1b", "new:1b"]
     assert caps_path.read_text().startswith(PERSON)
 
 
@@ -193,11 +182,12 @@ def test_requests_are_answered_while_a_big_file_is_being_parsed(
             store = app.state.services.store
             generation = store.generation
             replace_text(caps_path, PERSON + "# padding padding padding padding\n" * 40_000)
-            _wait_for(lambda: bool(store.reloading), timeout=20)
+            until(lambda: bool(store.reloading), within=20, what="a reload to start")
             reply = sdk.chat.completions.create(model="qwen3:8b", messages=MSG)
             assert reply.choices[0].message.content == "Hello from qwen3:8b"
             assert store.reloading and store.generation == generation  # still parsing
-            _wait_for(lambda: store.generation > generation, timeout=120)
+            until(lambda: store.generation > generation, within=120,
+                  what="the large file loaded")
         finally:
             sdk.close()
 
@@ -207,7 +197,8 @@ def test_a_file_over_the_size_limit_is_a_reload_error(
     caps_path.write_text(PERSON)
     with serve(create_app(make_settings(reload_interval=0.05))) as url:
         replace_text(caps_path, PERSON + "# " + "x" * 8_500_000 + "\n")  # 8.5 MB
-        _wait_for(lambda: httpx.get(url + "/readyz").json()["capabilities"] != "ok")
+        until(lambda: httpx.get(url + "/readyz").json()["capabilities"] != "ok", within=10,
+              what="/readyz to report the oversized file")
         error = httpx.get(url + "/readyz").json()["capabilities"]
         assert "over the limit" in error
         admin = httpx.get(url + "/admin/capabilities").json()

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
+from support.polling import until
 from support.servers import serve
 
 from proxy.api.client_timeouts import header_timeout_protocol
@@ -90,9 +91,7 @@ def test_a_client_leaving_mid_body_is_a_499_at_info(
         sock.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: localhost\r\n"
                      b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"mod")
         time.sleep(0.2)
-    deadline = time.monotonic() + 5
-    while not _lines(caplog) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    until(lambda: _lines(caplog), what="the request line")
     (line,) = _lines(caplog)
     assert line.levelno == logging.INFO
     assert line.record["status"] == 499  # type: ignore[attr-defined]

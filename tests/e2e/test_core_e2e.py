@@ -10,7 +10,7 @@ import httpx
 import openai
 import pytest
 from support.fake_ollama import FakeOllama, Reply
-from support.leaving import eventually, leave_mid_stream
+from support.leaving import leave_mid_stream, wait_for_cancel
 from support.servers import free_port, serve
 
 from proxy.app import create_app
@@ -214,7 +214,7 @@ def test_client_disconnect_closes_upstream(fake: FakeOllama, proxy_url: str) -> 
     fake.reply("qwen3:8b", Reply(content=[f"piece {i} " for i in range(50)], delay=0.05))
     leave_mid_stream(proxy_url + "/v1/chat/completions",
                      {"model": "qwen3:8b", "messages": MSG, "stream": True})
-    assert eventually(lambda: fake.abandoned > 0)
+    wait_for_cancel(fake)
     assert fake.abandoned == 1
 
 
@@ -236,9 +236,7 @@ def test_client_leaving_a_slow_non_stream_request_cancels_upstream(
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(proxy_url + "/v1/chat/completions", timeout=0.5,
                    json={"model": "qwen3:8b", "messages": MSG})
-    deadline = time.monotonic() + 4.5  # well before the fake would have answered (5 s)
-    while fake.abandoned == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for_cancel(fake, within=4.5)  # well before the fake would have answered (5 s)
     assert fake.abandoned == 1
 
 

@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
-from ruamel.yaml import YAML
-from support.capfile import edit_and_wait
+from support.capfile import edit_and_wait, learned
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.leaving import wait_for_cancel
+from support.polling import until
+from support.tools import READ_FILE, WEATHER_CLOSED
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"], "additionalProperties": False}}}
-READ = {"type": "function", "function": {
-    "name": "read_file",
-    "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
-                   "required": ["path"]}}}
-TOOLS: list[Any] = [WEATHER, READ]
+TOOLS: list[Any] = [WEATHER_CLOSED, READ_FILE]
 MSG: list[Any] = [{"role": "user", "content": "weather in Tokyo?"}]
 GOOD = tool_call("get_weather", {"city": "Tokyo"}, "call_goodgood")
 
@@ -217,9 +210,7 @@ def test_client_leaving_during_a_correction_cancels_it(
                 pass
         else:
             quick.chat.completions.create(model="qwen3:8b", messages=MSG, tools=TOOLS)
-    deadline = time.monotonic() + 5
-    while fake.abandoned < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for_cancel(fake, within=5)
     assert fake.abandoned == 1, "the correction's upstream call was cancelled"
     assert len(fake.chat_requests()) == 2
 
@@ -232,17 +223,14 @@ def test_counts_and_learned_entry(fake: FakeOllama, caps_path: Path,
     fake.reply("qwen3:8b", Reply(tool_calls=[tool_call("nope", {})]))
     _ask(client, False)   # corrected
     _ask(client, True)    # wrong twice
-    learned: dict[str, Any] = {}
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        learned = (YAML().load(caps_path.read_text()) or {}).get("learned") or {}
-        if (learned.get("qwen3:8b") or {}).get("correction", {}).get("tried") == 2:
-            break
-        time.sleep(0.05)
-    correction = learned["qwen3:8b"]["correction"]
+    # Both corrections are counted in one entry, possibly written in two goes.
+    until(lambda: learned(caps_path).get("qwen3:8b", {}).get("correction", {}).get("tried") == 2,
+          what="learned: qwen3:8b.correction.tried == 2")
+    entry = learned(caps_path)["qwen3:8b"]
+    correction = entry["correction"]
     assert correction["tried"] == 2 and correction["succeeded"] == 1
     assert str(correction["at"]).endswith("Z")
-    assert "invalid_tool_calls" not in learned["qwen3:8b"], "a count is not a behaviour"
+    assert "invalid_tool_calls" not in entry, "a count is not a behaviour"
     metrics = new_sdk(proxy_url)._client.get(proxy_url + "/metrics").text
     assert 'toolshim_corrections_total{model="qwen3:8b",outcome="tried"} 2.0' in metrics
     assert 'toolshim_corrections_total{model="qwen3:8b",outcome="succeeded"} 1.0' in metrics

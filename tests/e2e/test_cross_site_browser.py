@@ -20,6 +20,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
+from support.capfile import ONE_LEARNED
 from support.fake_ollama import FakeOllama
 from support.servers import serve
 
@@ -27,14 +28,6 @@ from proxy.app import create_app
 from proxy.settings import Settings
 
 CHROMIUM = "/usr/bin/chromium"
-LEARNED = """version: 1
-learned:
-  "gemma3:4b":
-    tools: "off"
-    source: "runtime_error"
-    at: "2026-11-20T10:00:00Z"
-    evidence: "does not support tools"
-"""
 
 pytestmark = [
     pytest.mark.browser,
@@ -66,7 +59,7 @@ async function attack() {{
 
 @pytest.fixture
 def toolshim(make_settings: Callable[..., Settings], caps_path: Path) -> Iterator[str]:
-    caps_path.write_text(LEARNED)
+    caps_path.write_text(ONE_LEARNED)
     with serve(create_app(make_settings(probe=False))) as url:
         yield url
 

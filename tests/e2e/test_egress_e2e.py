@@ -18,7 +18,7 @@ import openai
 import pytest
 from support.fake_ollama import FakeOllama, Reply
 from support.forward_proxy import forward_proxy
-from support.leaving import eventually, leave_mid_stream
+from support.leaving import leave_mid_stream, wait_for_cancel
 from support.private_ca import TlsFront, server_context, tls_front
 from support.servers import serve
 
@@ -225,7 +225,7 @@ def test_over_httpx_a_client_that_leaves_cancels_the_upstream(
     fake.reply("qwen3:8b", Reply(content=[f"piece {i} " for i in range(50)], delay=0.05))
     leave_mid_stream(over_httpx + "/v1/chat/completions",
                      {"model": "qwen3:8b", "messages": MSG, "stream": True}, trust_env=False)
-    assert eventually(lambda: fake.abandoned > 0)
+    wait_for_cancel(fake)
     assert fake.abandoned == 1
 
 

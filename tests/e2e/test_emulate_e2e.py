@@ -9,14 +9,11 @@ import openai
 import pytest
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply
+from support.tools import WEATHER
 
 from proxy.formats import FORMATS, get_format
 from proxy.formats.base import ParsedCall
 
-WEATHER: dict[str, Any] = {"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}
 HISTORY: list[Any] = [
     {"role": "user", "content": "weather in Paris?"},
     {"role": "assistant", "content": None, "tool_calls": [{

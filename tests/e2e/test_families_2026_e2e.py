@@ -8,11 +8,8 @@ from typing import Any
 import openai
 import pytest
 from support.fake_ollama import FakeOllama, Reply
+from support.tools import WEATHER_CLOSED
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"], "additionalProperties": False}}}
 MSG: list[Any] = [{"role": "user", "content": "weather in Tokyo?"}]
 Q = '<|"|>'
 
@@ -37,13 +34,13 @@ def _ask(client: openai.OpenAI, model: str, stream: bool) -> tuple[list[tuple[st
     """(calls as (name, arguments), content, reasoning_content)."""
     if not stream:
         message = client.chat.completions.create(model=model, messages=MSG,
-                                                 tools=[WEATHER]).choices[0].message
+                                                 tools=[WEATHER_CLOSED]).choices[0].message
         calls = [(c.function.name, c.function.arguments) for c in message.tool_calls or []]
         return calls, message.content or "", (message.model_extra or {}).get(
             "reasoning_content") or ""
     parts: dict[int, list[str]] = {}
     content = reasoning = ""
-    for chunk in client.chat.completions.create(model=model, messages=MSG, tools=[WEATHER],
+    for chunk in client.chat.completions.create(model=model, messages=MSG, tools=[WEATHER_CLOSED],
                                                 stream=True):
         for choice in chunk.choices:
             content += choice.delta.content or ""

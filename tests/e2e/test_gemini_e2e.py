@@ -17,8 +17,11 @@ from google import genai
 from google.genai import types
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.tools import WEATHER_PARAMETERS
 
-WEATHER = types.FunctionDeclaration(
+# Through the SDK's typed Schema (`parameters`, Gemini's OpenAPI subset), not the JSON
+# schema of support.tools.WEATHER_GEMINI: that translation is what this file tests.
+WEATHER_TYPED = types.FunctionDeclaration(
     name="get_weather", description="Weather for a city",
     parameters=types.Schema(type=types.Type.OBJECT,
                             properties={"city": types.Schema(type=types.Type.STRING)},
@@ -119,7 +122,7 @@ def test_function_call_round_trip(beta: genai.Client, fake: FakeOllama, stream: 
     fake.reply("qwen3:8b", Reply(tool_calls=[tool_call("get_weather", {"city": "Paris"})],
                                  finish="tool_calls"))
     fake.reply("qwen3:8b", Reply(content=["Sunny."]))
-    tools = [types.Tool(function_declarations=[WEATHER])]
+    tools = [types.Tool(function_declarations=[WEATHER_TYPED])]
     if stream:
         chunks = list(beta.models.generate_content_stream(
             model="qwen3:8b", contents="weather in Paris?", config=config(tools=tools)))
@@ -134,8 +137,7 @@ def test_function_call_round_trip(beta: genai.Client, fake: FakeOllama, stream: 
     assert [(c.name, c.args) for c in calls] == [("get_weather", {"city": "Paris"})]
     assert calls[0].id
     sent = fake.chat_requests()[-1]
-    assert sent["tools"][0]["function"]["parameters"] == {
-        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    assert sent["tools"][0]["function"]["parameters"] == WEATHER_PARAMETERS
     history = [types.Content(role="user", parts=[types.Part(text="weather in Paris?")]),
                types.Content(role="model", parts=[types.Part(function_call=calls[0])]),
                types.Content(role="user", parts=[types.Part.from_function_response(

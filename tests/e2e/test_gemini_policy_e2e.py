@@ -18,15 +18,13 @@ from google import genai
 from google.genai import errors, types
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
-from support.leaving import eventually, leave_mid_stream
+from support.leaving import leave_mid_stream, wait_for_cancel
 from support.log_lines import request_lines
 from support.servers import serve
+from support.tools import WEATHER_GEMINI
 
 from proxy.app import create_app
 
-WEATHER = {"name": "get_weather", "description": "Weather for a city",
-           "parametersJsonSchema": {"type": "object", "properties": {"city": {"type": "string"}},
-                                    "required": ["city"], "additionalProperties": False}}
 NO_AFC = types.AutomaticFunctionCallingConfig(disable=True)
 HI = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
 
@@ -37,8 +35,8 @@ def _config(**kwargs: Any) -> types.GenerateContentConfig:
 
 def _tools(*extra: types.Tool) -> list[types.Tool]:
     return [types.Tool(function_declarations=[types.FunctionDeclaration.model_validate(
-        {"name": WEATHER["name"], "description": WEATHER["description"],
-         "parameters_json_schema": WEATHER["parametersJsonSchema"]})]), *extra]
+        {"name": WEATHER_GEMINI["name"], "description": WEATHER_GEMINI["description"],
+         "parameters_json_schema": WEATHER_GEMINI["parametersJsonSchema"]})]), *extra]
 
 
 @pytest.fixture
@@ -153,7 +151,7 @@ def test_denied_tools_never_reach_the_model(client: genai.Client, fake: FakeOlla
 
 def test_other_tool_kinds_stripped_and_counted(proxy_url: str, fake: FakeOllama) -> None:
     answer = httpx.post(proxy_url + "/v1beta/models/qwen3:8b:generateContent", json={
-        **HI, "tools": [{"functionDeclarations": [WEATHER]}, {"googleSearch": {}},
+        **HI, "tools": [{"functionDeclarations": [WEATHER_GEMINI]}, {"googleSearch": {}},
                         {"codeExecution": {}, "urlContext": {}}]})
     assert answer.status_code == 200, answer.text
     assert answer.headers["x-toolshim-tools-stripped"] == "3"
@@ -311,7 +309,7 @@ def test_failure_mid_stream_is_an_error_chunk(proxy_url: str, fake: FakeOllama,
 def test_client_disconnect_closes_upstream(fake: FakeOllama, proxy_url: str) -> None:
     fake.reply("qwen3:8b", Reply(content=[f"piece {i} " for i in range(50)], delay=0.05))
     leave_mid_stream(proxy_url + "/v1beta/models/qwen3:8b:streamGenerateContent?alt=sse", HI)
-    assert eventually(lambda: fake.abandoned > 0)
+    wait_for_cancel(fake)
     assert fake.abandoned == 1
 
 
@@ -370,7 +368,7 @@ def test_key_as_header_query_or_bearer_and_never_echoed(
 def test_sse_framing(proxy_url: str, fake: FakeOllama) -> None:
     fake.reply("qwen3:8b", Reply(content=["Let me ", "look."], tool_calls=[
         tool_call("get_weather", {"city": "Oslo"})], finish="tool_calls"))
-    chunks = _sse(proxy_url, {**HI, "tools": [{"functionDeclarations": [WEATHER]}]})
+    chunks = _sse(proxy_url, {**HI, "tools": [{"functionDeclarations": [WEATHER_GEMINI]}]})
     for chunk in chunks:
         candidate = chunk["candidates"][0]
         assert candidate["content"]["role"] == "model"

@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
-from ruamel.yaml import YAML
-from support.capfile import edit_and_wait
+from support.capfile import edit_and_wait, learned, learned_entry
 from support.fake_ollama import FakeOllama, Reply
 from support.inprocess import InProcessApps
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.settings import Settings
 
-TOOLS: list[Any] = [{"type": "function", "function": {
-    "name": "get_weather",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 PERSON = """# my notes: keep this comment
 version: 1
@@ -32,18 +29,6 @@ models:
   "qwen3*":
     max_tools: 10
 """
-
-
-def _learned(path: Path) -> dict[str, Any]:
-    data = YAML(typ="safe").load(path.read_text())
-    return dict(data.get("learned") or {})
-
-
-def _wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def test_refusal_is_retried_learned_and_remembered(new_sdk: Callable[..., openai.OpenAI], 
@@ -62,8 +47,7 @@ def test_refusal_is_retried_learned_and_remembered(new_sdk: Callable[..., openai
         assert "tools" in sent[0] and "tools" not in sent[1]
         assert "get_weather" in sent[1]["messages"][0]["content"]
 
-        _wait_for(lambda: "gemma3:4b" in _learned(caps_path))
-        entry = _learned(caps_path)["gemma3:4b"]
+        entry = learned_entry(caps_path, "gemma3:4b")
         # The fact is learned, not the rung: the fallback in force decides.
         assert "tools" not in entry
         assert entry["tool_support"] == "refused" and entry["source"] == "runtime_error"
@@ -100,7 +84,7 @@ def test_a_persons_entry_wins_over_learning(new_sdk: Callable[..., openai.OpenAI
             assert "does not support tools" in str(exc)
         else:
             raise AssertionError("native was overruled")
-    assert "gemma3:4b" not in _learned(caps_path)
+    assert "gemma3:4b" not in learned(caps_path)
 
 
 def test_probe_learns_before_the_first_request(new_sdk: Callable[..., openai.OpenAI], 
@@ -110,8 +94,7 @@ def test_probe_learns_before_the_first_request(new_sdk: Callable[..., openai.Ope
         sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)
         # /api/show said no "tools": the first request already went without them.
         assert [("tools" in r) for r in fake.chat_requests()] == [False]
-        _wait_for(lambda: "gemma3:4b" in _learned(caps_path))
-        assert _learned(caps_path)["gemma3:4b"]["source"] == "probe"
+        assert learned_entry(caps_path, "gemma3:4b")["source"] == "probe"
 
 
 def test_other_errors_are_not_mistaken_for_refusals(new_sdk: Callable[..., openai.OpenAI], 
@@ -129,7 +112,7 @@ def test_other_errors_are_not_mistaken_for_refusals(new_sdk: Callable[..., opena
         else:
             raise AssertionError("404 expected")
     assert len(fake.chat_requests()) == 1
-    assert _learned(caps_path) == {}
+    assert learned(caps_path) == {}
 
 
 OLD_LEARNED = """version: 1
@@ -170,8 +153,7 @@ def test_a_persons_fallback_decides_for_a_model_learned_before_and_after(
         raw = sdk.chat.completions.with_raw_response.create(model="gemma3:1b", messages=MSG,
                                                             tools=TOOLS)
         assert raw.headers["x-toolshim-rung"] == "off"
-        _wait_for(lambda: "gemma3:1b" in _learned(caps_path))
-        assert _learned(caps_path)["gemma3:1b"]["tool_support"] == "refused"
+        assert learned_entry(caps_path, "gemma3:1b")["tool_support"] == "refused"
         edit_and_wait(caps_path, caps_path.read_text().replace(person, ""), url)
         raw = sdk.chat.completions.with_raw_response.create(model="gemma3:1b", messages=MSG,
                                                             tools=TOOLS)
@@ -241,7 +223,7 @@ def test_each_fact_written_is_one_info_line(
     with serve(create_app(make_settings(probe=False))) as url:
         sdk = new_sdk(url)
         sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)
-        _wait_for(lambda: "gemma3:4b" in _learned(caps_path))
+        learned_entry(caps_path, "gemma3:4b")
         sdk.chat.completions.create(model="gemma3:4b", messages=MSG, tools=TOOLS)  # a repeat
     lines = [r for r in caplog.records if "learned 'gemma3:4b'" in r.getMessage()]
     assert [r.levelno for r in lines] == [logging.INFO]

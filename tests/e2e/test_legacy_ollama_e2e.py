@@ -9,14 +9,12 @@ import openai
 import pytest
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.settings import Settings
 
-TOOLS: list[Any] = [{"type": "function", "function": {
-    "name": "get_weather",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}]
+TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "weather?"}]
 
 

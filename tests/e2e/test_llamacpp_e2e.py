@@ -3,7 +3,6 @@ the real one: every quirk is recognised, worked around, and remembered under `le
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,18 +10,14 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from ruamel.yaml import YAML
-from support.capfile import edit_and_wait
+from support.capfile import edit_and_wait, learned, learned_entry
 from support.fake_llamacpp import MODEL, FakeLlamaCpp
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.settings import Settings
 
-WEATHER: Any = {"type": "function", "function": {
-    "name": "get_weather", "description": "Get the current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}
 TIME: Any = {"type": "function", "function": {
     "name": "get_time", "parameters": {"type": "object", "properties": {}}}}
 ASK: Any = [{"role": "user", "content": "What is the weather in Paris?"}]
@@ -46,19 +41,6 @@ def proxy(llama: FakeLlamaCpp, caps_path: Path) -> Iterator[str]:
 @pytest.fixture
 def sdk(proxy: str, new_sdk: Callable[..., openai.OpenAI]) -> openai.OpenAI:
     return new_sdk(proxy)
-
-
-def _learned(path: Path, timeout: float = 5.0, key: str | None = None) -> dict[str, Any]:
-    """The model's learned entry once written (facts are written after the response)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        data = YAML(typ="safe").load(path.read_text()) or {}
-        # Keyed by the name as written: not Ollama, so no `:latest` is added.
-        entry = dict((data.get("learned") or {}).get(MODEL) or {})
-        if entry and (key is None or key in entry):
-            return entry
-        assert time.monotonic() < deadline, f"nothing learned for {key}"
-        time.sleep(0.02)
 
 
 def _stream(sdk: openai.OpenAI, **kwargs: Any) -> tuple[list[Any], dict[int, dict[str, str]]]:
@@ -87,7 +69,8 @@ def test_streamed_tools_answered_whole_then_streamed_and_remembered(
                                      "name": "get_weather", "arguments": '{ "city": "Paris" }'}]
     assert _finish(chunks) == ["tool_calls"]
     assert [r.get("stream") for r in llama.requests] == [True, None]  # empty stream, resent
-    entry = _learned(caps_path, key="stream_tools")
+    # Keyed by the name as written: not Ollama, so no `:latest` is added.
+    entry = learned_entry(caps_path, MODEL, holding="stream_tools")
     assert entry["stream_tools"] is False and entry["source"] == "runtime_error"
     assert "empty event stream" in entry["evidence"]
 
@@ -98,9 +81,8 @@ def test_streamed_tools_answered_whole_then_streamed_and_remembered(
 def test_a_learned_key_gets_no_ollama_tag_on_another_server(
         sdk: openai.OpenAI, proxy: str, caps_path: Path) -> None:
     _stream(sdk, tools=[WEATHER], tool_choice="auto")
-    _learned(caps_path, key="stream_tools")
-    learned = YAML(typ="safe").load(caps_path.read_text())["learned"]
-    assert list(learned) == [MODEL]
+    learned_entry(caps_path, MODEL, holding="stream_tools")
+    assert list(learned(caps_path)) == [MODEL]
     console = httpx.get(f"{proxy}/admin/models", timeout=10).json()
     names = [m["name"] for m in console["models"]]
     assert names.count(MODEL) == 1 and f"{MODEL}:latest" not in names
@@ -122,7 +104,7 @@ def test_required_becomes_the_named_tool_and_is_remembered(
     assert reply.choices[0].finish_reason == "tool_calls"
     assert [r["tool_choice"] for r in llama.requests] == [
         "required", {"type": "function", "function": {"name": "get_weather"}}]
-    assert _learned(caps_path, key="required_tool_choice")["required_tool_choice"] == "rewrite"
+    assert learned_entry(caps_path, MODEL, holding="required_tool_choice")["required_tool_choice"] == "rewrite"
 
     chunks, calls = _stream(sdk, tools=[WEATHER], tool_choice="required")
     assert [c["name"] for c in calls.values()] == ["get_weather"]
@@ -161,7 +143,7 @@ def test_agent_turn_with_null_content_is_resent_with_empty_text(
     final = sdk.chat.completions.create(model=MODEL, messages=history, tools=[WEATHER])
     assert final.choices[0].finish_reason in ("stop", "tool_calls")
     assert [r["messages"][1]["content"] for r in llama.requests[1:]] == [None, ""]
-    assert _learned(caps_path, key="null_content")["null_content"] is False
+    assert learned_entry(caps_path, MODEL, holding="null_content")["null_content"] is False
 
 
 def test_usage_chunk_filled_in_when_the_backend_sends_none(sdk: openai.OpenAI) -> None:

@@ -19,19 +19,14 @@ import orjson
 import pytest
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
-from support.leaving import eventually, leave_mid_stream
+from support.leaving import leave_mid_stream, wait_for_cancel
 from support.log_lines import request_lines
+from support.polling import until
 from support.servers import serve
+from support.tools import WEATHER_MESSAGES
 
 from proxy.app import create_app
 
-WEATHER: Any = {"name": "get_weather", "description": "Weather for a city",
-                "input_schema": {"$schema": "https://json-schema.org/draft/2020-12/schema",
-                                 "type": "object",
-                                 "properties": {"city": {"type": "string"}},
-                                 "required": ["city"], "additionalProperties": False},
-                "cache_control": {"type": "ephemeral"}, "strict": True,
-                "eager_input_streaming": True}
 HI: Any = [{"role": "user", "content": "hi"}]
 
 
@@ -122,7 +117,7 @@ def test_tool_use_round_trip(claude: anthropic.Anthropic, fake: FakeOllama,
     fake.reply("qwen3:8b", Reply(content=["Checking."], tool_calls=[
         tool_call("get_weather", {"city": "Paris"}, "call_k3x9a0qz")]))
     fake.reply("qwen3:8b", Reply(content=["It is 18C in Paris."]))
-    first = _message(claude, stream, model="qwen3:8b", max_tokens=200, tools=[WEATHER],
+    first = _message(claude, stream, model="qwen3:8b", max_tokens=200, tools=[WEATHER_MESSAGES],
                      messages=[{"role": "user", "content": "weather in Paris?"}],
                      tool_choice={"type": "auto", "disable_parallel_tool_use": True})
     assert [b.type for b in first.content] == ["text", "tool_use"]
@@ -130,7 +125,7 @@ def test_tool_use_round_trip(claude: anthropic.Anthropic, fake: FakeOllama,
     assert call.type == "tool_use" and call.id.startswith("toolu_")
     assert (call.name, call.input) == ("get_weather", {"city": "Paris"})
     assert first.stop_reason == "tool_use"
-    second = _message(claude, stream, model="qwen3:8b", max_tokens=200, tools=[WEATHER],
+    second = _message(claude, stream, model="qwen3:8b", max_tokens=200, tools=[WEATHER_MESSAGES],
                       messages=[{"role": "user", "content": "weather in Paris?"},
                                 {"role": "assistant", "content": first.content},
                                 {"role": "user", "content": [
@@ -190,7 +185,7 @@ def test_stream_framing(proxy_url: str, fake: FakeOllama) -> None:
     fake.reply("qwen3:8b", Reply(content=["Let me look."], tool_calls=[
         tool_call("get_weather", {"city": "Oslo"})]))
     pairs = _sse(proxy_url, {"model": "qwen3:8b", "max_tokens": 50, "stream": True,
-                             "tools": [WEATHER], "messages": HI})
+                             "tools": [WEATHER_MESSAGES], "messages": HI})
     _assert_framed(pairs)
     names = [n for n, _ in pairs]
     assert names[0] == "message_start" and names[-2:] == ["message_delta", "message_stop"]
@@ -236,7 +231,7 @@ def test_root_and_head_answer(proxy_url: str) -> None:
 
 def test_count_tokens(claude: anthropic.Anthropic, fake: FakeOllama) -> None:
     short = claude.messages.count_tokens(model="qwen3:8b", messages=HI)
-    long = claude.messages.count_tokens(model="qwen3:8b", tools=[WEATHER], messages=[
+    long = claude.messages.count_tokens(model="qwen3:8b", tools=[WEATHER_MESSAGES], messages=[
         {"role": "user", "content": "word " * 400}])
     assert 0 < short.input_tokens < long.input_tokens
     assert long.input_tokens >= 2000 / 3.2  # the default ratio, erring large
@@ -253,7 +248,7 @@ def test_refusal_retried_without_tools(fake: FakeOllama, make_settings: Callable
     fake.reply("gemma3:4b", Reply(content=["no tools here"]))
     with serve(create_app(make_settings(probe=False))) as url:
         done = _message(new_claude(url), stream, model="gemma3:4b", max_tokens=50,
-                        tools=[WEATHER], messages=HI)
+                        tools=[WEATHER_MESSAGES], messages=HI)
     assert done.content[0].text == "no tools here"
     sent = fake.chat_requests()
     assert "tools" in sent[0] and "tools" not in sent[1]
@@ -265,7 +260,7 @@ def test_hallucinated_call_dropped(claude: anthropic.Anthropic, fake: FakeOllama
     fake.reply("qwen3:8b", Reply(tool_calls=[
         tool_call("get_weather", {"city": "Tokyo"}, "call_aaaaaaaa"),
         tool_call("launch_rockets", {"count": 3}, "call_bbbbbbbb", 1)]))
-    done = _message(claude, stream, model="qwen3:8b", max_tokens=50, tools=[WEATHER],
+    done = _message(claude, stream, model="qwen3:8b", max_tokens=50, tools=[WEATHER_MESSAGES],
                     messages=HI)
     assert [(b.type, b.name) for b in done.content] == [("tool_use", "get_weather")]
 
@@ -276,7 +271,7 @@ def test_text_call_recovered(claude: anthropic.Anthropic, fake: FakeOllama,
     text = 'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Tokyo"}}' \
            '\n</tool_call>'
     fake.reply("qwen3:8b", Reply(content=[text[i:i + 7] for i in range(0, len(text), 7)]))
-    done = _message(claude, stream, model="qwen3:8b", max_tokens=50, tools=[WEATHER],
+    done = _message(claude, stream, model="qwen3:8b", max_tokens=50, tools=[WEATHER_MESSAGES],
                     messages=HI)
     assert [b.type for b in done.content] == ["text", "tool_use"]
     assert done.content[0].text.strip() == "Let me check."
@@ -290,7 +285,7 @@ def test_broken_arguments_repaired(claude: anthropic.Anthropic, fake: FakeOllama
                   proxy_url)
     fake.reply("qwen3:8b", Reply(tool_calls=[
         tool_call("get_weather", "{'city': 'Lima',}")]))
-    done = _message(claude, stream, model="qwen3:8b", max_tokens=50, tools=[WEATHER],
+    done = _message(claude, stream, model="qwen3:8b", max_tokens=50, tools=[WEATHER_MESSAGES],
                     messages=HI)
     assert [(b.type, b.input) for b in done.content] == [("tool_use", {"city": "Lima"})]
 
@@ -299,7 +294,7 @@ def test_hosted_tools_stripped_and_counted(claude: anthropic.Anthropic,
                                            fake: FakeOllama) -> None:
     raw = claude.messages.with_raw_response.create(
         model="qwen3:8b", max_tokens=50, messages=HI, tools=[
-            WEATHER, {"type": "web_search_20250305", "name": "web_search", "max_uses": 2},
+            WEATHER_MESSAGES, {"type": "web_search_20250305", "name": "web_search", "max_uses": 2},
             {"type": "bash_20250124", "name": "bash"}])
     assert raw.headers["x-toolshim-tools-stripped"] == "2"
     assert [t["function"]["name"] for t in fake.chat_requests()[-1]["tools"]] == ["get_weather"]
@@ -312,7 +307,7 @@ def test_hosted_tools_stripped_and_counted(claude: anthropic.Anthropic,
     ({"type": "none"}, "none")])
 def test_tool_choice(claude: anthropic.Anthropic, fake: FakeOllama, choice: Any,
                      sent: Any) -> None:
-    claude.messages.create(model="qwen3:8b", max_tokens=50, messages=HI, tools=[WEATHER],
+    claude.messages.create(model="qwen3:8b", max_tokens=50, messages=HI, tools=[WEATHER_MESSAGES],
                            tool_choice=choice)
     assert fake.chat_requests()[-1]["tool_choice"] == sent
 
@@ -416,7 +411,7 @@ def test_client_disconnect_closes_upstream(fake: FakeOllama, proxy_url: str) -> 
     fake.reply("qwen3:8b", Reply(content=[f"piece {i} " for i in range(50)], delay=0.05))
     leave_mid_stream(proxy_url + "/v1/messages",
                      {"model": "qwen3:8b", "max_tokens": 5, "stream": True, "messages": HI})
-    assert eventually(lambda: fake.abandoned > 0)
+    wait_for_cancel(fake)
     assert fake.abandoned == 1
 
 
@@ -507,8 +502,6 @@ def test_client_leaving_while_the_model_loads_frees_the_upstream(
         for line in response.iter_lines():
             if "ping" in line:
                 break
-    deadline = time.monotonic() + 3
-    while not request_lines(caplog) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    until(lambda: request_lines(caplog), within=3, what="the request line")
     lines = [r for r in request_lines(caplog) if r.get("endpoint") == "messages"]
     assert len(lines) == 1 and lines[0]["status"] == 499

@@ -16,19 +16,18 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from ruamel.yaml import YAML
+from support.capfile import learned, learned_entry
 from support.fake_ollama import tool_call
 from support.fake_ollama_native import BLIND_ANSWER, FakeOllamaNative, NativeReply
+from support.leaving import leave_mid_stream, wait_for_cancel
+from support.polling import until
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.settings import Settings
 
 MSG: list[Any] = [{"role": "user", "content": "weather in Tokyo?"}]
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}
 AUTO = "version: 1\ndefaults:\n  num_ctx: auto\n"
 
 
@@ -75,17 +74,6 @@ def start(native_url: str, caps_path: Path,
     yield run
     for server in reversed(stack):
         server.__exit__(None, None, None)
-
-
-def _learned(path: Path) -> dict[str, Any]:
-    return dict(YAML(typ="safe").load(path.read_text()).get("learned") or {})
-
-
-def _wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 EXPLICIT = 'version: 1\nmodels:\n  "qwen3*":\n    num_ctx: 8192\n'
@@ -292,9 +280,9 @@ def test_native_refusal_is_retried_and_learned(start: Callable[..., openai.OpenA
     assert raw.headers["x-toolshim-retries"] == "1"
     first, second = native.native_requests()
     assert first.get("tools") and not second.get("tools")
-    _wait_for(lambda: _learned(caps_path).get("gemma3:4b", {}).get("tool_support")
-              == "refused")
-    assert "does not support tools" in _learned(caps_path)["gemma3:4b"]["evidence"]
+    entry = learned_entry(caps_path, "gemma3:4b", holding="tool_support")
+    assert entry["tool_support"] == "refused"
+    assert "does not support tools" in entry["evidence"]
 
 
 def test_unknown_model_is_404_and_mid_stream_error_ends_cleanly(
@@ -324,8 +312,7 @@ def test_chars_per_token_is_learned_from_prompt_eval_count(
                                             tools=agent_tools(10))  # type: ignore[arg-type]
     if stream:
         list(answer)  # type: ignore[arg-type]
-    _wait_for(lambda: "chars_per_token" in _learned(caps_path).get("qwen3:8b", {}))
-    ratio = _learned(caps_path)["qwen3:8b"]["chars_per_token"]
+    ratio = learned_entry(caps_path, "qwen3:8b", holding="chars_per_token")["chars_per_token"]
     assert 3.6 < ratio < 5.0  # the fake's 4 characters a token, seen through JSON
 
 
@@ -356,12 +343,10 @@ def test_client_leaving_closes_the_native_stream(start: Callable[..., openai.Ope
     native.reply("qwen3:8b", NativeReply(content=[f"piece {i} " for i in range(50)],
                                          delay=0.05))
     base = str(start(EXPLICIT).base_url).removesuffix("/v1/")
-    with httpx.stream("POST", base + "/v1/chat/completions", json={
-            "model": "qwen3:8b", "messages": MSG, "stream": True}) as response:
-        for line in response.iter_lines():
-            if "piece 1" in line:
-                break
-    _wait_for(lambda: native.abandoned == 1, timeout=3)
+    leave_mid_stream(base + "/v1/chat/completions",
+                     {"model": "qwen3:8b", "messages": MSG, "stream": True})
+    wait_for_cancel(native)
+    assert native.abandoned == 1
 
 
 def test_log_line_has_num_ctx(start: Callable[..., openai.OpenAI], native: FakeOllamaNative,
@@ -371,7 +356,7 @@ def test_log_line_has_num_ctx(start: Callable[..., openai.OpenAI], native: FakeO
         client.chat.completions.create(model="qwen3:8b", messages=MSG,
                                        tools=agent_tools(40))  # type: ignore[arg-type]
         # A whole answer is reported once sent: the line may come after the client has it.
-        _wait_for(lambda: bool(_chat_lines(caplog)))
+        until(lambda: _chat_lines(caplog), what="the request line")
     lines = _chat_lines(caplog)
     assert lines[-1]["num_ctx"] == 16384 and lines[-1]["context"] == "raise"
 
@@ -410,8 +395,7 @@ def test_chars_per_token_is_learned_from_a_v1_answers_usage(
     if stream:
         list(answer)  # type: ignore[arg-type]
     assert "x-toolshim-num-ctx" not in raw.headers and not native.native_requests()
-    _wait_for(lambda: "chars_per_token" in _learned(caps_path).get("qwen3:8b", {}))
-    entry = _learned(caps_path)["qwen3:8b"]
+    entry = learned_entry(caps_path, "qwen3:8b", holding="chars_per_token")
     assert 3.6 < entry["chars_per_token"] < 5.0
     assert entry["evidence"].startswith("/v1 usage.prompt_tokens ")
 
@@ -426,4 +410,4 @@ def test_a_v1_count_that_is_small_or_cut_teaches_nothing(
     assert native.truncated[-1] and not native.native_requests()
     client.chat.completions.create(model="qwen3:8b", messages=MSG)
     time.sleep(1.5)  # the keeper writes within its write gap
-    assert "qwen3:8b" not in _learned(caps_path)
+    assert "qwen3:8b" not in learned(caps_path)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import httpx
 import pytest
 from support.edge_upstream import EdgeUpstream
 from support.log_lines import request_lines
+from support.polling import until
 from support.servers import serve
 
 from proxy.app import create_app
@@ -116,9 +116,7 @@ def test_a_client_leaving_mid_body_frees_the_slot(edge_url: str, caps_path: Path
         with http.stream("GET", "/v1/slow") as slow:
             next(slow.iter_raw())
         limiter = app.state.services.limiter
-        deadline = time.monotonic() + 5
-        while limiter.active(edge_url) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        until(lambda: not limiter.active(edge_url), what="the slow stream's slot freed")
         assert limiter.active(edge_url) == 0
         assert http.post("/v1/embeddings", json={"model": "qwen3:8b"}).status_code == 200
 
@@ -128,9 +126,7 @@ def test_the_request_line_is_logged_after_the_body_streamed(
     caplog.set_level(logging.INFO, logger="toolshim")
     with httpx.Client(base_url=proxied, timeout=10) as http:
         assert http.get("/v1/slow").text.count("piece") == 5
-        deadline = time.monotonic() + 5
-        while not request_lines(caplog) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        until(lambda: request_lines(caplog), what="the request line")
     (line,) = request_lines(caplog)
     assert line["status"] == 200 and line["endpoint"] == "slow"
     assert line["duration_ms"] >= 5 * 200 * 0.9  # five pieces 0.2 s apart

@@ -22,6 +22,7 @@ import orjson
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
 from support.fake_ollama import FakeOllama, Reply
+from support.leaving import wait_for_cancel
 from support.servers import free_port, serve, wait_until_ok
 
 from proxy.app import create_app
@@ -102,9 +103,7 @@ def test_past_the_grace_a_stream_ends_with_an_error_event(
     assert events[-1] == "[DONE]"
     assert orjson.loads(events[-2])["error"]["code"] == "shutting_down"
     assert took < 5  # cut at the grace, not at the end of the 10 s answer
-    deadline = time.monotonic() + 3
-    while fake.abandoned == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for_cancel(fake)
     assert fake.abandoned == 1  # the backend request was closed too
     log = [orjson.loads(line) for line in (tmp_path / "log").read_bytes().splitlines()
            if line.startswith(b"{")]

@@ -23,7 +23,9 @@ from proxy.settings import Settings
 
 pytestmark = pytest.mark.real_backend
 
-WEATHER: Any = {"type": "function", "function": {
+# Fuller than support.tools.WEATHER: a real model picks a tool and its argument by their
+# descriptions.
+WEATHER_DESCRIBED: Any = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather for a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string",
                                                              "description": "City name"}},
@@ -98,7 +100,7 @@ def _one_weather_call(calls: list[dict[str, str]]) -> None:
 
 
 def test_streamed_request_with_tools_gets_a_proper_stream(proxy: str) -> None:
-    chunks = _raw_stream(proxy, tools=[WEATHER], tool_choice="auto")
+    chunks = _raw_stream(proxy, tools=[WEATHER_DESCRIBED], tool_choice="auto")
     finish = _finishes(chunks)
     assert len(finish) == 1 and finish[0] in ("tool_calls", "stop", "length")
     if finish == ["tool_calls"]:
@@ -107,7 +109,7 @@ def test_streamed_request_with_tools_gets_a_proper_stream(proxy: str) -> None:
 
 @pytest.mark.parametrize("choice", ["required", NAMED], ids=["required", "named"])
 def test_required_and_named_whole(sdk: openai.OpenAI, choice: Any) -> None:
-    reply = sdk.chat.completions.create(model=MODEL, messages=ASK, tools=[WEATHER],
+    reply = sdk.chat.completions.create(model=MODEL, messages=ASK, tools=[WEATHER_DESCRIBED],
                                         tool_choice=choice, **LIMITS)
     assert reply.choices[0].finish_reason == "tool_calls"
     calls = reply.choices[0].message.tool_calls or []
@@ -117,21 +119,22 @@ def test_required_and_named_whole(sdk: openai.OpenAI, choice: Any) -> None:
 
 @pytest.mark.parametrize("choice", ["required", NAMED], ids=["required", "named"])
 def test_required_and_named_streamed(proxy: str, choice: Any) -> None:
-    chunks = _raw_stream(proxy, tools=[WEATHER], tool_choice=choice)
+    chunks = _raw_stream(proxy, tools=[WEATHER_DESCRIBED], tool_choice=choice)
     assert _finishes(chunks) == ["tool_calls"]
     _one_weather_call(_calls(chunks))
 
 
 def test_tools_without_tool_choice_are_given_to_the_model(sdk: openai.OpenAI) -> None:
     # Told nothing, this server ignores tools; through toolshim the model gets them.
-    reply = sdk.chat.completions.create(model=MODEL, messages=ASK, tools=[WEATHER], **LIMITS)
+    reply = sdk.chat.completions.create(model=MODEL, messages=ASK, tools=[WEATHER_DESCRIBED],
+                                        **LIMITS)
     assert reply.choices[0].finish_reason == "tool_calls"
     assert [c.function.name for c in reply.choices[0].message.tool_calls or []
             if c.type == "function"] == ["get_weather"]
 
 
 def test_full_agent_turn_with_null_content(sdk: openai.OpenAI) -> None:
-    first = sdk.chat.completions.create(model=MODEL, messages=ASK, tools=[WEATHER],
+    first = sdk.chat.completions.create(model=MODEL, messages=ASK, tools=[WEATHER_DESCRIBED],
                                         tool_choice="required", **LIMITS)
     turn = first.choices[0].message
     assert turn.tool_calls and turn.content is None
@@ -139,14 +142,14 @@ def test_full_agent_turn_with_null_content(sdk: openai.OpenAI) -> None:
         c.model_dump() for c in turn.tool_calls]},
         {"role": "tool", "tool_call_id": turn.tool_calls[0].id,
          "content": '{"temp_c": 18, "sky": "cloudy"}'}]
-    final = sdk.chat.completions.create(model=MODEL, messages=history, tools=[WEATHER],
+    final = sdk.chat.completions.create(model=MODEL, messages=history, tools=[WEATHER_DESCRIBED],
                                         **LIMITS)
     assert final.choices[0].finish_reason in ("stop", "length", "tool_calls")
 
 
 @pytest.mark.parametrize("tools", [False, True], ids=["text", "tools"])
 def test_include_usage_gets_a_usage_chunk(proxy: str, tools: bool) -> None:
-    extra: Any = {"tools": [WEATHER], "tool_choice": "auto"} if tools else {}
+    extra: Any = {"tools": [WEATHER_DESCRIBED], "tool_choice": "auto"} if tools else {}
     chunks = _raw_stream(proxy, stream_options={"include_usage": True}, **extra)
     usage = [c["usage"] for c in chunks if c.get("usage")]
     assert len(usage) == 1 and chunks[-1]["choices"] == []
@@ -155,7 +158,7 @@ def test_include_usage_gets_a_usage_chunk(proxy: str, tools: bool) -> None:
 
 
 def test_sdk_streaming_with_tools(sdk: openai.OpenAI) -> None:
-    stream = sdk.chat.completions.create(model=MODEL, messages=ASK, tools=[WEATHER],
+    stream = sdk.chat.completions.create(model=MODEL, messages=ASK, tools=[WEATHER_DESCRIBED],
                                          tool_choice=NAMED, stream=True, **LIMITS)
     finishes = [c.finish_reason for chunk in stream for c in chunk.choices if c.finish_reason]
     assert finishes == ["tool_calls"]
@@ -176,6 +179,6 @@ def test_server_traceback_does_not_reach_the_client(sdk: openai.OpenAI) -> None:
 
 
 def test_what_was_learned_is_in_the_file(proxy: str, caps_file: Path) -> None:
-    _raw_stream(proxy, tools=[WEATHER], tool_choice="auto")
+    _raw_stream(proxy, tools=[WEATHER_DESCRIBED], tool_choice="auto")
     text = caps_file.read_text()
     assert "stream_tools: false" in text and "evidence:" in text

@@ -8,6 +8,7 @@ from typing import Any
 import openai
 import pytest
 from support.fake_ollama import FakeOllama, Reply
+from support.polling import until
 
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 
@@ -42,10 +43,8 @@ def test_reply_starting_inside_reasoning_is_moved_and_learned(
         fake: FakeOllama, client: openai.OpenAI, caps_path: Any) -> None:
     fake.reply("qwen3:8b", Reply(content=["The user greets.</think>Hello!"]))
     assert _ask(client, False) == ("Hello!", "The user greets.")
-    deadline = time.monotonic() + 5
-    while "starts_in_reasoning: true" not in caps_path.read_text():
-        assert time.monotonic() < deadline, "learned: starts_in_reasoning was not written"
-        time.sleep(0.05)
+    until(lambda: "starts_in_reasoning: true" in caps_path.read_text(),
+          what="learned: starts_in_reasoning written")
     time.sleep(0.1)  # the store reloads the file
     fake.replies.clear()
     fake.reply("qwen3:8b", Reply(content=["The user", " greets again.", "</think>", "Hi!"]))

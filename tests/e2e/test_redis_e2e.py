@@ -16,25 +16,20 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from ruamel.yaml import YAML
+from support.capfile import learned_entry
 from support.fake_ollama import FakeOllama, Reply
 from support.inflight import InFlight
-from support.redis_server import RedisServer, running_redis
+from support.polling import until
+from support.redis_server import RedisServer
 from support.replicas import Replica, start_replicas, stop_all
 from support.servers import serve
+from support.tools import WEATHER
 
 pytestmark = pytest.mark.redis
 
-TOOLS: list[Any] = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {}}}}]
+TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 WORKERS = ("--workers", "2")
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    with running_redis(tmp_path) as server:
-        yield server
 
 
 @pytest.fixture
@@ -62,17 +57,6 @@ def fleet(backend: str, redis_server: RedisServer,
     stop_all(started)
 
 
-def _learned(path: Path) -> dict[str, Any]:
-    return dict((YAML(typ="safe").load(path.read_text()) or {}).get("learned") or {})
-
-
-def _until(check: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def _ask(sdk: openai.OpenAI, model: str, tools: bool = True) -> str | None:
     extra: dict[str, Any] = {"tools": TOOLS} if tools else {}
     reply = sdk.chat.completions.create(model=model, messages=MSG, **extra)
@@ -97,8 +81,7 @@ def test_a_refusal_learned_by_one_replica_reaches_the_others(
     assert len(sent) == 4 * len(others)  # no refused attempt anywhere
     assert not any("tools" in body for body in sent)
     for replica in others:
-        _until(lambda r=replica: "gemma3:4b" in _learned(r.caps), 10, f"{replica.caps} unchanged")
-        assert _learned(replica.caps)["gemma3:4b"]["tool_support"] == "refused"
+        assert learned_entry(replica.caps, "gemma3:4b", within=10)["tool_support"] == "refused"
 
 
 def test_fleet_wide_concurrency_holds_across_processes(
@@ -141,16 +124,17 @@ def test_redis_killed_then_restarted(
     assert answers == ["Hello from qwen3:8b"] * 16
     assert _ask(sdk_a, "phi3:mini") == "Hello from phi3:mini"  # learned while Redis is away
     for replica in (first, second):
-        _until(lambda r=replica: all(_redis_field(r) == "degraded" for _ in range(4)), 10,
-               "not degraded")
+        until(lambda r=replica: all(_redis_field(r) == "degraded" for _ in range(4)), within=10,
+              what=f"{replica.url} to report Redis degraded")
     scrape = httpx.get(first.url + "/metrics", timeout=5).text
     assert "toolshim_redis_degraded 1.0" in scrape
 
     redis_server.start()
-    _until(lambda: "phi3:mini" in _learned(second.caps), 10, "the fact did not reach B")
+    learned_entry(second.caps, "phi3:mini", within=10)  # the fact reached B
     before = len(fake.chat_requests())
     assert _ask(sdk_b, "phi3:mini") == "Hello from phi3:mini"
     assert len(fake.chat_requests()) == before + 1
     assert "tools" not in fake.chat_requests()[-1]
     for replica in (first, second):
-        _until(lambda r=replica: all(_redis_field(r) == "ok" for _ in range(4)), 10, "no resync")
+        until(lambda r=replica: all(_redis_field(r) == "ok" for _ in range(4)), within=10,
+              what=f"{replica.url} to resync with Redis")

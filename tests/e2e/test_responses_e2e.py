@@ -15,16 +15,12 @@ import openai
 import pytest
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
-from support.leaving import eventually, leave_mid_stream
+from support.leaving import leave_mid_stream, wait_for_cancel
 from support.log_lines import request_lines
 from support.servers import serve
+from support.tools import WEATHER_RESPONSES
 
 from proxy.app import create_app
-
-WEATHER: Any = {"type": "function", "name": "get_weather", "description": "Weather for a city",
-                "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                               "required": ["city"], "additionalProperties": False},
-                "strict": True}
 
 
 def _types(events: list[Any]) -> list[str]:
@@ -79,7 +75,7 @@ def test_a_slow_stream_makes_one_delta_per_piece_in_order(
     # task, all from one builder: one numbering, one delta per piece, the same text.
     pieces = [f"w{i} " for i in range(12)]
     fake.reply("qwen3:8b", Reply(content=pieces, delay=0.02))
-    extra: dict[str, Any] = {"tools": [WEATHER]} if tools else {}
+    extra: dict[str, Any] = {"tools": [WEATHER_RESPONSES]} if tools else {}
     events = list(client.responses.create(model="qwen3:8b", input="count", stream=True,
                                           **extra))
     _assert_well_ordered(events)
@@ -103,7 +99,8 @@ def test_stream_helper_accumulates(client: openai.OpenAI, fake: FakeOllama) -> N
 
 def test_stream_helper_accumulates_a_call(client: openai.OpenAI, fake: FakeOllama) -> None:
     fake.reply("qwen3:8b", Reply(tool_calls=[tool_call("get_weather", {"city": "Tokyo"})]))
-    with client.responses.stream(model="qwen3:8b", input="weather?", tools=[WEATHER]) as stream:
+    with client.responses.stream(model="qwen3:8b", input="weather?",
+                                 tools=[WEATHER_RESPONSES]) as stream:
         kinds = [e.type for e in stream]
         final = stream.get_final_response()
     assert "response.function_call_arguments.delta" in kinds
@@ -119,14 +116,14 @@ def test_function_tool_round_trip(client: openai.OpenAI, fake: FakeOllama, strea
                                                        "call_k3x9a0qz")]))
     fake.reply("qwen3:8b", Reply(content=["Sunny in Tokyo."]))
     first = _create(client, stream, model="qwen3:8b", input="weather in Tokyo?",
-                    tools=[WEATHER], tool_choice="required")
+                    tools=[WEATHER_RESPONSES], tool_choice="required")
     calls = [item for item in first.output if item.type == "function_call"]
     assert [(c.name, c.arguments, c.call_id) for c in calls] == [
         ("get_weather", '{"city":"Tokyo"}', "call_k3x9a0qz")]
     assert fake.chat_requests()[-1]["tools"] == [{"type": "function", "function": {
-        k: WEATHER[k] for k in ("name", "description", "parameters", "strict")}}]
+        k: WEATHER_RESPONSES[k] for k in ("name", "description", "parameters", "strict")}}]
     assert fake.chat_requests()[-1]["tool_choice"] == "required"
-    second = _create(client, stream, model="qwen3:8b", tools=[WEATHER], input=[
+    second = _create(client, stream, model="qwen3:8b", tools=[WEATHER_RESPONSES], input=[
         {"role": "user", "content": "weather in Tokyo?"},
         {"type": "function_call", "call_id": calls[0].call_id, "name": calls[0].name,
          "arguments": calls[0].arguments},
@@ -260,7 +257,7 @@ def test_hosted_tools_are_stripped_and_counted(client: openai.OpenAI, fake: Fake
     raw = client.responses.with_raw_response.create(
         model="qwen3:8b", input="hi", stream=stream,
         tools=[{"type": "web_search"}, {"type": "file_search", "vector_store_ids": ["vs_1"]},
-               {"type": "code_interpreter", "container": {"type": "auto"}}, WEATHER])
+               {"type": "code_interpreter", "container": {"type": "auto"}}, WEATHER_RESPONSES])
     assert raw.headers["x-toolshim-tools-stripped"] == "3"
     assert [t["function"]["name"] for t in fake.chat_requests()[-1]["tools"]] == ["get_weather"]
 
@@ -270,10 +267,10 @@ def test_profile_deny_list_strips_and_counts_with_hosted(
         make_settings: Callable[..., Any], caps_path: Path) -> None:
     caps_path.write_text('version: 1\nmodels:\n  "qwen3*":\n    tools: native\n'
                          '    deny_tools: [read_file]\n')
-    read = {**WEATHER, "name": "read_file"}
+    read = {**WEATHER_RESPONSES, "name": "read_file"}
     with serve(create_app(make_settings())) as url:
         raw = new_sdk(url).responses.with_raw_response.create(
-            model="qwen3:8b", input="hi", tools=[{"type": "web_search"}, WEATHER, read])
+            model="qwen3:8b", input="hi", tools=[{"type": "web_search"}, WEATHER_RESPONSES, read])
         assert raw.parse().status == "completed"
     assert raw.headers["x-toolshim-tools-stripped"] == "2"
     assert [t["function"]["name"] for t in fake.chat_requests()[-1]["tools"]] == ["get_weather"]
@@ -300,7 +297,7 @@ def test_refusal_retries_with_emulated_tools(fake: FakeOllama,
         "\n</tool_call>"]))
     with serve(create_app(make_settings(probe=False))) as url:
         raw = new_sdk(url).responses.with_raw_response.create(
-            model="gemma3:4b", input="hi", tools=[WEATHER], stream=stream)
+            model="gemma3:4b", input="hi", tools=[WEATHER_RESPONSES], stream=stream)
         assert raw.headers["x-toolshim-retries"] == "1"
         assert raw.headers["x-toolshim-rung"] == "emulate"
         done = raw.parse() if not stream else list(raw.parse())[-1].response
@@ -323,7 +320,7 @@ def test_hallucinated_call_is_dropped(client: openai.OpenAI, fake: FakeOllama,
         tool_call("get_weather", {"city": "Tokyo"}, "call_aaaaaaaa"),
         tool_call("launch_rockets", {"count": 3}, "call_bbbbbbbb", 1)]))
     raw = client.responses.with_raw_response.create(model="qwen3:8b", input="weather?",
-                                                    tools=[WEATHER], stream=stream)
+                                                    tools=[WEATHER_RESPONSES], stream=stream)
     if not stream:  # a stream's headers leave before any call exists
         assert raw.headers["x-toolshim-calls-dropped"] == "1"
     done = raw.parse() if not stream else list(raw.parse())[-1].response
@@ -336,7 +333,7 @@ def test_text_call_is_recovered(client: openai.OpenAI, fake: FakeOllama, stream:
     text = 'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Tokyo"}}' \
            '\n</tool_call>'
     fake.reply("qwen3:8b", Reply(content=[text[i:i + 7] for i in range(0, len(text), 7)]))
-    done = _create(client, stream, model="qwen3:8b", input="weather?", tools=[WEATHER])
+    done = _create(client, stream, model="qwen3:8b", input="weather?", tools=[WEATHER_RESPONSES])
     assert [i.type for i in done.output] == ["message", "function_call"]
     assert done.output_text.strip() == "Let me check."
     call = done.output[1]
@@ -350,7 +347,7 @@ def test_emulated_tools_round_trip(client: openai.OpenAI, fake: FakeOllama, caps
                   '    tool_format: hermes\n', proxy_url)
     text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Tokyo"}}\n</tool_call>'
     fake.reply("gemma3:4b", Reply(content=[text[i:i + 5] for i in range(0, len(text), 5)]))
-    done = _create(client, stream, model="gemma3:4b", tools=[WEATHER], input=[
+    done = _create(client, stream, model="gemma3:4b", tools=[WEATHER_RESPONSES], input=[
         {"role": "user", "content": "weather in Paris?"},
         {"type": "function_call", "call_id": "call_1", "name": "get_weather",
          "arguments": '{"city": "Paris"}'},
@@ -430,7 +427,7 @@ def test_client_disconnect_closes_upstream(fake: FakeOllama, proxy_url: str) -> 
     fake.reply("qwen3:8b", Reply(content=[f"piece {i} " for i in range(50)], delay=0.05))
     leave_mid_stream(proxy_url + "/v1/responses",
                      {"model": "qwen3:8b", "input": "go", "stream": True})
-    assert eventually(lambda: fake.abandoned > 0)
+    wait_for_cancel(fake)
     assert fake.abandoned == 1
 
 
@@ -466,7 +463,5 @@ def test_client_leaving_before_the_body_frees_the_upstream(fake: FakeOllama,
     with httpx.stream("POST", proxy_url + "/v1/responses",
                       json={"model": "qwen3:8b", "input": "go", "stream": True}) as response:
         assert response.status_code == 200  # headers only: not one body byte read
-    deadline = time.monotonic() + 3
-    while fake.abandoned == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for_cancel(fake)
     assert fake.abandoned == 1

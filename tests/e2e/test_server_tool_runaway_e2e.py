@@ -24,6 +24,7 @@ import orjson
 import pytest
 from support import spinning_worker
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.polling import until
 from support.servers import free_port, wait_until_ok
 
 from proxy.server_tools import local, sandbox
@@ -160,10 +161,8 @@ def test_sigterm_ends_the_proxy_and_its_worker_while_a_builtin_runs_away(
                                  finish="tool_calls"))
     answers: list[httpx.Response] = []
     _chat(url, answers)
-    deadline = time.monotonic() + 15
-    while not (workers := _children(proc.pid)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert workers, "no worker process was started"
+    until(lambda: _children(proc.pid), within=15, what="a worker process started")
+    workers = _children(proc.pid)
     time.sleep(0.3)  # the worker is spinning now
     assert httpx.get(url + "/healthz", timeout=2).status_code == 200
     proc.send_signal(signal.SIGTERM)

@@ -27,7 +27,9 @@ from starlette.routing import Route
 from support.capfile import edit_and_wait
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.mcp_inventory import inventory_app
+from support.polling import until
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.flow import server_loop
 from proxy.formats import get_format
@@ -35,9 +37,6 @@ from proxy.formats.base import ParsedCall
 
 SECRET = "s3cret-inventory-key-42"
 MSG: list[Any] = [{"role": "user", "content": "help"}]
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 
 
 class Stock:
@@ -218,9 +217,7 @@ def test_http_tool_retries_sends_the_secret_and_never_logs_it(
     assert api.keys == [SECRET, SECRET]  # the 503 was retried once
     assert SECRET not in str(dict(raw.headers))
     # A whole answer is reported once sent: the line may come after the client has it.
-    deadline = time.monotonic() + 5
-    while not _request_lines(caplog) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    until(lambda: _request_lines(caplog), what="the request line")
     lines = _request_lines(caplog)
     assert lines and "inventory:ok" in str(lines[-1].record)  # type: ignore[attr-defined]
     assert SECRET not in caplog.text and all(SECRET not in str(vars(r)) for r in caplog.records)
@@ -266,14 +263,10 @@ def test_mcp_servers_stdio_and_streamable_http(
 
 
 def _ready(proxy_url: str, names: set[str]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        body = httpx.get(proxy_url + "/readyz").json()
-        states = body.get("mcp_servers", {})
-        if all(states.get(n, {}).get("state") == "ready" for n in names):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"MCP servers not ready: {body}")
+    def ready() -> bool:
+        states = httpx.get(proxy_url + "/readyz").json().get("mcp_servers", {})
+        return all(states.get(n, {}).get("state") == "ready" for n in names)
+    until(ready, within=30, what=f"the MCP servers {sorted(names)} ready")
 
 
 def test_admin_and_readyz_show_server_tools_without_secrets(proxy_url: str,
@@ -296,14 +289,14 @@ def test_mixed_turn_client_gets_its_call_and_the_server_part_is_put_back(
         finish="tool_calls"))
     fake.reply("qwen3:8b", Reply(content=["42 and rainy."]))
     first = client.chat.completions.create(model="qwen3:8b", messages=MSG,
-                                           tools=[WEATHER])  # type: ignore[list-item]
+                                           tools=[WEATHER])
     message = first.choices[0].message
     assert first.choices[0].finish_reason == "tool_calls"
     assert [c.function.name for c in message.tool_calls or []] == ["get_weather"]
     history = [*MSG, message.model_dump(exclude_none=True),
                {"role": "tool", "tool_call_id": "call_wthr0001", "content": "rain"}]
     second = client.chat.completions.create(model="qwen3:8b", messages=history,
-                                            tools=[WEATHER])  # type: ignore[list-item]
+                                            tools=[WEATHER])
     assert second.choices[0].message.content == "42 and rainy."
     sent = fake.chat_requests()[-1]["messages"]
     assert [c["function"]["name"] for c in sent[1]["tool_calls"]] == ["calc", "get_weather"]

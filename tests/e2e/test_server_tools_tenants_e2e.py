@@ -17,14 +17,12 @@ import orjson
 import pytest
 from support.fake_ollama import FakeOllama, Reply, tool_call
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.settings import Settings
 
 MSG: list[Any] = [{"role": "user", "content": "help"}]
-WEATHER: Any = {"type": "function", "function": {
-    "name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ import httpx
 import orjson
 import pytest
 from support.fake_ollama import FakeOllama, Reply
+from support.leaving import wait_for_cancel
+from support.polling import until
 
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 
@@ -86,13 +88,10 @@ def test_a_client_that_stops_reading_and_leaves_frees_the_upstream(
     assert conn.getresponse().status == 200
     time.sleep(0.5)  # the socket fills; the answer is far from its end (40 MB)
     conn.close()
-    deadline = time.monotonic() + 5
-    while fake.abandoned == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for_cancel(fake, within=5)
     assert fake.abandoned == 1
-    while time.monotonic() < deadline and not [r for r in caplog.records
-                                               if r.getMessage() == "request"]:
-        time.sleep(0.02)
+    until(lambda: [r for r in caplog.records if r.getMessage() == "request"],
+          what="the request line")
     (line,) = [r for r in caplog.records if r.getMessage() == "request"]
     assert line.record["status"] == 499  # type: ignore[attr-defined]
     assert httpx.get(f"{proxy_url}/healthz").status_code == 200  # and it serves on

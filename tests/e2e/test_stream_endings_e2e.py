@@ -9,22 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 import openai
-import orjson
 import pytest
+from factories import chunk, sse
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.tools import WEATHER
 
 MSG = [{"role": "user", "content": "What is the weather in Paris?"}]
-WEATHER = [{"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}]
-BASE = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": 1755000000,
-        "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
 
 
-def event(delta: Any, finish: str | None = None) -> bytes:
-    chunk = {**BASE, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    return b"data: " + orjson.dumps(chunk) + b"\n\n"
+def event(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    return sse(chunk(delta, finish))
 
 
 def read_until_error(stream: openai.Stream[Any]) -> tuple[str, list[str], openai.APIError]:
@@ -40,7 +34,7 @@ def read_until_error(stream: openai.Stream[Any]) -> tuple[str, list[str], openai
     return "".join(text), finishes, info.value
 
 
-@pytest.mark.parametrize("tools", [None, WEATHER], ids=["no-tools", "tools"])
+@pytest.mark.parametrize("tools", [None, [WEATHER]], ids=["no-tools", "tools"])
 def test_a_reset_delivers_everything_received_then_the_error_only(
         fake: FakeOllama, client: openai.OpenAI, tools: Any) -> None:
     fake.reply("qwen3:8b", Reply(content=["It is ", "sunny ", "in Paris."], reset_after=2))
@@ -72,7 +66,7 @@ def test_a_cut_call_with_tools_offered_gives_no_made_up_finish(
         event({"role": "assistant", "content": "Let me check."}),
         event({"content": "", "tool_calls": [call]})]))  # closed: no finish, no [DONE]
     stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True,
-                                            tools=WEATHER)
+                                            tools=[WEATHER])
     text, finishes, error = read_until_error(stream)
     assert (text, finishes) == ("Let me check.", [])
     assert "before it finished" in error.message
@@ -82,7 +76,7 @@ def test_a_cut_call_with_tools_offered_gives_no_made_up_finish(
 def test_fast_path_garbage_is_an_error_event_not_data(
         fake: FakeOllama, client: openai.OpenAI, garbage: bytes) -> None:
     fake.reply("qwen3:8b", Reply(raw_events=[
-        event({"role": "assistant", "content": "ok"}), b"data: " + garbage + b"\n\n",
+        event({"role": "assistant", "content": "ok"}), sse(garbage),
         event({"content": "never"}), event({}, "stop"), b"data: [DONE]\n\n"]))
     stream = client.chat.completions.create(model="qwen3:8b", messages=MSG, stream=True)
     text, finishes, error = read_until_error(stream)
@@ -96,7 +90,7 @@ def test_a_non_stream_body_that_is_not_a_completion_is_a_502(
         fake: FakeOllama, client: openai.OpenAI, body: bytes) -> None:
     fake.reply("qwen3:8b", Reply(body=body))
     with pytest.raises(openai.APIStatusError) as info:
-        client.chat.completions.create(model="qwen3:8b", messages=MSG, tools=WEATHER)
+        client.chat.completions.create(model="qwen3:8b", messages=MSG, tools=[WEATHER])
     assert info.value.status_code == 502
     assert info.value.body == {"message": "upstream sent an answer that is not a chat completion",
                                "type": "api_error", "param": None, "code": "upstream_invalid"}

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
-from ruamel.yaml import YAML
+from support.capfile import learned_entry
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.tools import READ_FILE, WEATHER_CLOSED
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"], "additionalProperties": False}}}
-READ = {"type": "function", "function": {
-    "name": "read_file",
-    "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
-                   "required": ["path"]}}}
-TOOLS: list[Any] = [WEATHER, READ]
+TOOLS: list[Any] = [WEATHER_CLOSED, READ_FILE]
 MSG: list[Any] = [{"role": "user", "content": "weather in Tokyo?"}]
 
 
@@ -123,14 +115,7 @@ def test_text_call_is_recovered(fake: FakeOllama, client: openai.OpenAI, caps_pa
         assert (message.content or "").strip() == "Let me check."
         assert done.choices[0].finish_reason == "tool_calls"
     # The format that worked is remembered for the model, as an observation.
-    deadline = time.monotonic() + 5
-    while True:
-        learned = YAML(typ="safe").load(caps_path.read_text()).get("learned") or {}
-        entry = learned.get("qwen3:8b") or {}
-        if "tool_format" in entry:
-            break
-        assert time.monotonic() < deadline, learned
-        time.sleep(0.02)
+    entry = learned_entry(caps_path, "qwen3:8b", holding="tool_format")
     assert entry["tool_format"] == "hermes"
     assert entry["source"] == "observed"
 

@@ -4,7 +4,6 @@ a passed-through body the upstream cuts reaches the client cut."""
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -14,6 +13,7 @@ import openai
 import pytest
 from support.fake_ollama import FakeOllama, Reply
 from support.log_lines import request_lines
+from support.polling import until
 from support.resetting import resetting_upstream
 from support.servers import serve
 
@@ -113,9 +113,7 @@ def test_a_passed_through_body_cut_by_the_upstream_reaches_the_client_cut(
                 assert answer.status_code == 200
                 with pytest.raises(httpx.RemoteProtocolError, match="incomplete"):
                     answer.read()
-            deadline = time.monotonic() + 5
-            while not request_lines(caplog) and time.monotonic() < deadline:
-                time.sleep(0.05)
+            until(lambda: request_lines(caplog), what="the request line")
     (line,) = request_lines(caplog)
     assert line["endpoint"] == "embeddings" and line["status"] == 502
     assert "closed the connection" in line["error"]

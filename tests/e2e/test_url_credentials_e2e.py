@@ -7,17 +7,16 @@ that shows or stores the URL (/v1/models, /readyz, /admin/models, the
 
 from __future__ import annotations
 
-import asyncio
 import io
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from ruamel.yaml import YAML
 from starlette.applications import Starlette
+from support.capfile import learned
 from support.fake_ollama import FakeOllama
+from support.polling import until_async
 
 from proxy.app import create_app
 from proxy.commands.probe import run_probe_cli
@@ -72,13 +71,9 @@ async def test_learned_entries_store_the_url_without_them(http: httpx.AsyncClien
     answer = await http.post("/v1/chat/completions", json={
         "model": "gemma3:4b", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS})
     assert answer.status_code == 200
-    learned: Any = None
-    for _ in range(200):  # written by the background keeper, off the request
-        learned = (YAML().load(caps_path.read_text()) or {}).get("learned")
-        if learned:
-            break
-        await asyncio.sleep(0.02)
-    assert learned["gemma3:4b"]["upstream"] == fake_url
+    # Written by the background keeper, off the request.
+    await until_async(lambda: "gemma3:4b" in learned(caps_path), what="gemma3:4b learned")
+    assert learned(caps_path)["gemma3:4b"]["upstream"] == fake_url
     _clean(caps_path.read_text())
     shown = await http.get("/admin/models")
     _clean(shown.text)

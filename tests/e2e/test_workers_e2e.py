@@ -12,15 +12,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
-from ruamel.yaml import YAML
+from support.capfile import learned
 from support.fake_ollama import FakeOllama
-from support.servers import free_port
+from support.polling import until
+from support.servers import free_port, wait_until_ok
+from support.tools import WEATHER
 
-TOOLS: list[Any] = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {}}}}]
+TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
 REFUSING = ["gemma3:4b", "phi3:mini", "llama2:7b", "tinyllama:1b"]
 
@@ -37,15 +37,7 @@ def workers_url(fake: FakeOllama, fake_url: str, caps_path: Path) -> Iterator[st
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "workers did not start"
-            time.sleep(0.1)
+        assert wait_until_ok(url + "/healthz", proc, what="the workers"), "toolshim exited"
         yield url
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -53,10 +45,6 @@ def workers_url(fake: FakeOllama, fake_url: str, caps_path: Path) -> Iterator[st
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             proc.kill()
-
-
-def _learned(path: Path) -> dict[str, Any]:
-    return dict((YAML(typ="safe").load(path.read_text()) or {}).get("learned") or {})
 
 
 def test_workers_learn_together(new_sdk: Callable[..., openai.OpenAI],
@@ -71,11 +59,9 @@ def test_workers_learn_together(new_sdk: Callable[..., openai.OpenAI],
         answers = list(pool.map(ask, REFUSING * 2))
     assert answers == [f"Hello from {m}" for m in REFUSING * 2]
 
-    deadline = time.monotonic() + 10
-    while set(_learned(caps_path)) != set(REFUSING):
-        assert time.monotonic() < deadline, _learned(caps_path)
-        time.sleep(0.05)
-    assert all(e["tool_support"] == "refused" for e in _learned(caps_path).values())
+    until(lambda: set(learned(caps_path)) == set(REFUSING), within=10,
+          what=f"learned: to hold {REFUSING}")
+    assert all(e["tool_support"] == "refused" for e in learned(caps_path).values())
     time.sleep(0.5)  # every worker notices the file changed
 
     before = len(fake.chat_requests())

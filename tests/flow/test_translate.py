@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import orjson
 import pytest
+from factories import chunk, response_pipeline, sse
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from support.tools import WEATHER
 
 from proxy.api.relay import frame as relay_frame
 from proxy.errors import ApiError
@@ -22,43 +23,25 @@ from proxy.flow.translate import (
     completion_problem,
 )
 from proxy.sse import DONE, SseEvent
-from proxy.transforms.response import ResponsePipeline, build_pipeline
-from proxy.transforms.response.checks import SchemaCache
-from proxy.types import Chunk, Plan, Profile, ReasoningPolicy
-
-WEATHER_TOOL = {"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {
-        "city": {"type": "string"}}, "required": ["city"]}}}
-BASE = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": 1755000000,
-        "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
+from proxy.transforms.response import ResponsePipeline
+from proxy.types import Chunk, Profile, ReasoningPolicy
 
 
 def pipeline(tools: bool = False, reasoning: ReasoningPolicy = "move") -> ResponsePipeline:
-    ids = (f"call_gen{i:020d}" for i in itertools.count())
-    return build_pipeline(client_tools=[WEATHER_TOOL] if tools else [],
-                          profile=Profile(model="qwen3:8b", reasoning=reasoning), plan=Plan(),
-                          parallel_tool_calls=None, schema_cache=SchemaCache(),
-                          id_factory=lambda: next(ids))
-
-
-def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {**BASE, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-
-def frame(obj: Any) -> bytes:
-    return b"data: " + (obj if isinstance(obj, bytes) else orjson.dumps(obj)) + b"\n\n"
+    return response_pipeline(Profile(model="qwen3:8b", reasoning=reasoning),
+                             [WEATHER] if tools else [])
 
 
 def answer(*pieces: str, call: bool = False, finish: bool = True, done: bool = True) -> bytes:
     """An Ollama /v1 stream (role on the first delta, finish chunk, [DONE])."""
-    out = [frame(chunk({"role": "assistant", "content": pieces[0]}))]
-    out += [frame(chunk({"content": p})) for p in pieces[1:]]
+    out = [sse(chunk({"role": "assistant", "content": pieces[0]}))]
+    out += [sse(chunk({"content": p})) for p in pieces[1:]]
     if call:
-        out.append(frame(chunk({"content": "", "tool_calls": [{
+        out.append(sse(chunk({"content": "", "tool_calls": [{
             "id": "call_k3x9a0qz", "index": 0, "type": "function",
             "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]})))
     if finish:
-        out.append(frame(chunk({}, "tool_calls" if call else "stop")))
+        out.append(sse(chunk({}, "tool_calls" if call else "stop")))
     if done:
         out.append(b"data: [DONE]\n\n")
     return b"".join(out)
@@ -100,7 +83,7 @@ def test_a_whole_stream_passes(decode: bool) -> None:
 def test_fast_path_hands_out_the_upstream_bytes_unchanged() -> None:
     event = orjson.dumps(chunk({"role": "assistant", "content": "hi"}))
     translator = SseTranslator(pipeline(), decode=False)
-    assert translator.feed(frame(event)[:-1]) == []  # not yet a whole event
+    assert translator.feed(sse(event)[:-1]) == []  # not yet a whole event
     assert translator.feed(b"\n") == [event]
 
 
@@ -141,7 +124,7 @@ def test_a_whole_read_that_opens_with_reasoning_goes_through_the_stages() -> Non
 def test_a_read_with_anything_unusual_goes_event_by_event(odd: bytes, where: str) -> None:
     # Each case breaks exactly one of the read's checks (the newline count alone does
     # not catch the lone CRs, nor an odd first event with the right number of lines).
-    plain = frame(chunk({"content": "hi"}))
+    plain = sse(chunk({"content": "hi"}))
     read = odd + plain if where == "first" else plain + odd + plain
     translator = SseTranslator(pipeline(reasoning="pass"), decode=False)
     out = translator.feed(read)
@@ -161,7 +144,7 @@ def test_done_is_known_however_it_is_padded() -> None:
 
 @pytest.mark.parametrize("field", [b'"tool_calls"', b'"error"'])
 def test_a_read_with_a_call_or_an_error_goes_event_by_event(field: bytes) -> None:
-    plain = frame(chunk({"role": "assistant", "content": "hi"}))
+    plain = sse(chunk({"role": "assistant", "content": "hi"}))
     odd = b"data: " + orjson.dumps(chunk({"content": "x"}))[:-1] + b"," + field + b":[]}\n\n"
     out = SseTranslator(pipeline(), decode=False).feed(plain + odd)
     assert not any(type(c) is SseFrames for c in out)
@@ -181,23 +164,23 @@ def test_a_tool_call_switches_the_fast_path_to_the_stages() -> None:
 @pytest.mark.parametrize("garbage", [b"<html>oops</html>", b'{"choices": [', b"oops}"])
 def test_data_that_is_not_json_ends_with_a_failure_after_what_came_before(
         decode: bool, garbage: bytes) -> None:
-    stream = answer("one", finish=False, done=False) + frame(garbage) + answer("never")
+    stream = answer("one", finish=False, done=False) + sse(garbage) + answer("never")
     chunks, failure = run(SseTranslator(pipeline(), decode=decode), [stream])
     assert failure is not None and failure.status == 502 and failure.code == "upstream_invalid"
     assert text(chunks) == "one" and finishes(chunks) == []
 
 
 @pytest.mark.parametrize("bad", [
-    {**BASE, "choices": [{"index": 0, "delta": {"tool_calls": 5}, "finish_reason": None}]},
-    {**BASE, "choices": [{"index": 0, "delta": {"tool_calls": [5]}, "finish_reason": None}]},
-    {**BASE, "choices": [{"index": 0, "delta": "text", "finish_reason": None}]},
-    {**BASE, "choices": [7]},
-    {**BASE, "choices": {"index": 0}},
+    chunk({"tool_calls": 5}),
+    chunk({"tool_calls": [5]}),
+    chunk("text"),  # type: ignore[arg-type]
+    {**chunk(), "choices": [7]},
+    {**chunk(), "choices": {"index": 0}},
     [1, 2],
 ])
 @pytest.mark.parametrize("tools", [False, True])
 def test_an_invalid_chunk_shape_fails_without_a_made_up_finish(bad: Any, tools: bool) -> None:
-    stream = answer("one", finish=False, done=False) + frame(bad) + answer("never")
+    stream = answer("one", finish=False, done=False) + sse(bad) + answer("never")
     chunks, failure = run(SseTranslator(pipeline(tools), decode=True), [stream])
     assert failure is not None and failure.code == "upstream_invalid"
     assert text(chunks) == "one" and finishes(chunks) == []
@@ -225,7 +208,7 @@ def test_an_upstream_reset_fails_after_everything_received(tools: bool) -> None:
 
 def test_a_reset_in_the_middle_of_a_call_drops_the_cut_call_and_invents_no_finish() -> None:
     translator = SseTranslator(pipeline(tools=True), decode=True)
-    half = frame(chunk({"role": "assistant", "content": "Looking.", "tool_calls": [{
+    half = sse(chunk({"role": "assistant", "content": "Looking.", "tool_calls": [{
         "id": "call_1", "index": 0, "type": "function",
         "function": {"name": "get_weather", "arguments": '{"city":'}}]}))
     received = translator.feed(half)
@@ -244,7 +227,7 @@ def test_an_oversized_event_fails() -> None:
 
 @pytest.mark.parametrize("decode", [False, True])
 def test_a_backend_error_event_is_the_ending(decode: bool) -> None:
-    stream = answer("one", finish=False, done=False) + frame(
+    stream = answer("one", finish=False, done=False) + sse(
         {"error": {"message": "model ran out of memory", "type": "api_error"}})
     chunks, failure = run(SseTranslator(pipeline(), decode=decode), [stream])
     assert failure is not None and failure.message == "model ran out of memory"
@@ -261,7 +244,7 @@ def test_done_without_finish_is_a_normal_end() -> None:
 def test_nothing_after_done_is_read() -> None:
     translator = SseTranslator(pipeline(), decode=False)
     translator.feed(answer("one"))
-    assert translator.finished and translator.feed(frame(chunk({"content": "late"}))) == []
+    assert translator.finished and translator.feed(sse(chunk({"content": "late"}))) == []
 
 
 SPLIT_CASES = [
@@ -323,10 +306,7 @@ def test_completion_problem_accepts_a_message_without_content() -> None:
 
 
 def _sniffing(policy: str = "move") -> SseTranslator:
-    ids = (f"call_gen{i:020d}" for i in itertools.count())
-    stages = build_pipeline(client_tools=[], profile=Profile(model="m", reasoning=policy),  # type: ignore[arg-type]
-                            plan=Plan(), parallel_tool_calls=None, schema_cache=SchemaCache(),
-                            id_factory=lambda: next(ids))
+    stages = response_pipeline(Profile(model="m", reasoning=policy))  # type: ignore[arg-type]
     return SseTranslator(stages, decode=False)
 
 
@@ -375,15 +355,15 @@ def test_a_stream_ending_while_sniffing_loses_nothing() -> None:
 
 def test_reasoning_the_backend_split_itself_is_not_held() -> None:
     tr = _sniffing()
-    first = tr.feed(frame(chunk({"role": "assistant", "content": ""})))
+    first = tr.feed(sse(chunk({"role": "assistant", "content": ""})))
     assert first == []
-    out = tr.feed(frame(chunk({"content": "", "reasoning": "thinking..."})))
+    out = tr.feed(sse(chunk({"content": "", "reasoning": "thinking..."})))
     assert len(out) == 2 and all(isinstance(c, bytes) for c in out)
 
 
 def test_sniffing_gives_up_holding_after_a_few_empty_events() -> None:
     tr = _sniffing()
-    fed = [tr.feed(frame(chunk({"content": ""}))) for _ in range(12)]
+    fed = [tr.feed(sse(chunk({"content": ""}))) for _ in range(12)]
     # Eight are held; the ninth releases all nine to the stages, then one each.
     assert [len(out) for out in fed] == [0] * 8 + [9, 1, 1, 1]
 
@@ -393,7 +373,7 @@ def test_sniffing_gives_up_holding_after_a_few_empty_events() -> None:
 @example(["a", "error"])
 def test_as_chunks_reads_a_whole_read_back_into_its_chunks(texts: list[str]) -> None:
     chunks = [chunk({"content": t}) for t in texts]
-    body = b"".join(frame(c) for c in chunks)
+    body = b"".join(sse(c) for c in chunks)
     out = SseTranslator(pipeline(reasoning="pass"), decode=False).feed(body)
     # The fast path's byte test is deliberately coarse: a text that merely reads
     # "tool_calls" or "error" sends the read through the stages, which must give

@@ -12,43 +12,33 @@ byte for byte whenever the text has no `<` in it.
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
 import orjson
 import pytest
+from factories import OLLAMA_HEAD, chunk, response_pipeline, sse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.api.relay import frame
 from proxy.flow.translate import ChunkOut, SseTranslator
-from proxy.transforms.response import build_pipeline
-from proxy.transforms.response.checks import SchemaCache
-from proxy.types import Plan, Profile, ReasoningPolicy
-
-BASE = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": 1755000000,
-        "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
+from proxy.types import Profile, ReasoningPolicy
 
 
 def _translator(decode: bool, reasoning: ReasoningPolicy) -> SseTranslator:
-    ids = (f"call_gen{i:020d}" for i in itertools.count())
-    profile = Profile(model="qwen3:8b", reasoning=reasoning)
-    pipeline = build_pipeline(client_tools=[], profile=profile, plan=Plan(),
-                              parallel_tool_calls=None, schema_cache=SchemaCache(),
-                              id_factory=lambda: next(ids))
-    return SseTranslator(pipeline, decode=decode)
+    return SseTranslator(response_pipeline(Profile(model="qwen3:8b", reasoning=reasoning)),
+                         decode=decode)
 
 
 def _chunks(pieces: list[str], finish: str, usage: bool) -> list[dict[str, Any]]:
     """An Ollama-shaped /v1 stream: role on the first delta, a finish chunk, maybe usage."""
     deltas: list[dict[str, Any]] = [{"role": "assistant", "content": p} if i == 0
                                     else {"content": p} for i, p in enumerate(pieces)]
-    out = [{**BASE, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
-           for d in deltas]
-    out.append({**BASE, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    out = [chunk(d) for d in deltas]
+    out.append(chunk({}, finish))
     if usage:
-        out.append({**BASE, "choices": [], "usage": {
+        out.append({**OLLAMA_HEAD, "choices": [], "usage": {
             "prompt_tokens": 12, "completion_tokens": len(pieces), "total_tokens": 12}})
     return out
 
@@ -83,8 +73,7 @@ NO_ANGLE = st.characters(blacklist_categories=("Cs",), blacklist_characters="<["
 def test_fast_and_full_path_write_identical_bytes(
         pieces: list[str], finish: str, usage: bool, cuts: list[int]) -> None:
     # The upstream writes compact JSON (as Ollama, vLLM and llama.cpp do).
-    body = b"".join(b"data: " + orjson.dumps(c) + b"\n\n"
-                    for c in _chunks(pieces, finish, usage)) + b"data: [DONE]\n\n"
+    body = b"".join(sse(c) for c in _chunks(pieces, finish, usage)) + b"data: [DONE]\n\n"
     reads = _cut(body, cuts)
     fast, full = _client_bytes(False, reads), _client_bytes(True, reads)
     assert fast == full
@@ -96,8 +85,7 @@ def test_fast_and_full_path_write_identical_bytes(
        finish=st.sampled_from(["stop", "length"]), usage=st.booleans(), cuts=CUTS)
 def test_with_reasoning_move_both_paths_agree_on_text_without_tags(
         pieces: list[str], finish: str, usage: bool, cuts: list[int]) -> None:
-    body = b"".join(b"data: " + orjson.dumps(c) + b"\n\n"
-                    for c in _chunks(pieces, finish, usage)) + b"data: [DONE]\n\n"
+    body = b"".join(sse(c) for c in _chunks(pieces, finish, usage)) + b"data: [DONE]\n\n"
     reads = _cut(body, cuts)
     fast = _client_bytes(False, reads, "move")
     assert fast == _client_bytes(True, reads, "move")
@@ -109,8 +97,7 @@ def test_with_reasoning_move_a_trailing_angle_bracket_is_held_not_lost(bracket: 
     # The case that told the two apart: the stages hold "<" (it may open
     # <think>) or "[" ([THINK]) and hand it out with the finish; the fast path
     # relays it at once.
-    body = b"".join(b"data: " + orjson.dumps(c) + b"\n\n"
-                    for c in _chunks(["0" + bracket], "stop", False)) + b"data: [DONE]\n\n"
+    body = b"".join(sse(c) for c in _chunks(["0" + bracket], "stop", False)) + b"data: [DONE]\n\n"
     for decode in (False, True):
         frames = _client_bytes(decode, [body], "move").split(b"\n\n")[:-1]
         chunks = [orjson.loads(f.removeprefix(b"data: ")) for f in frames]
@@ -136,17 +123,16 @@ def test_any_upstream_encoding_gives_the_same_chunks_on_both_paths(
 def test_a_chunk_split_over_two_data_lines_is_re_encoded_not_relayed() -> None:
     # SSE joins the lines of one event with "\n"; relayed as it came, that newline
     # would end the client's `data:` line inside the JSON.
-    chunk = {**BASE, "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}]}
-    text = orjson.dumps(chunk).decode()
+    hi = chunk({"content": "hi"})
+    text = orjson.dumps(hi).decode()
     cut = text.index('"choices"')
     body = f"data: {text[:cut]}\ndata: {text[cut:]}\n\n".encode()
-    body += b"data: " + orjson.dumps({**BASE, "choices": [
-        {"index": 0, "delta": {}, "finish_reason": "stop"}]}) + b"\n\ndata: [DONE]\n\n"
+    body += sse(chunk({}, "stop")) + b"data: [DONE]\n\n"
     for reasoning in ("pass", "move"):
         written = _client_bytes(False, [body], reasoning)
         frames = written.split(b"\n\n")[:-1]
         assert all(b"\n" not in f for f in frames)
-        assert orjson.loads(frames[0].removeprefix(b"data: ")) == chunk
+        assert orjson.loads(frames[0].removeprefix(b"data: ")) == hi
 
 
 def _events(chunks: list[dict[str, Any]], done: bool = True) -> list[bytes]:
@@ -171,8 +157,7 @@ def test_a_read_of_one_event_with_a_call_or_an_error_goes_through_the_stages() -
     call = {"index": 0, "id": "call_1", "type": "function",
             "function": {"name": "get_weather", "arguments": "{}"}}
     chunks = _chunks(["Hi"], "tool_calls", False)
-    chunks.insert(1, {**BASE, "choices": [
-        {"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]})
+    chunks.insert(1, chunk({"tool_calls": [call]}))
     error = {"error": {"message": "model crashed", "type": "server_error"}}
     for stream in (chunks, [chunks[0], error]):
         reads = _events(stream)

@@ -10,21 +10,19 @@ calls, the prose, the reasoning and the finish.
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from factories import OLLAMA_HEAD, chunk, response_pipeline, sse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.api.relay import frame
 from proxy.backends.sse_frames import UsageCounter
 from proxy.flow.translate import ChunkOut, CompletionTranslator, SseTranslator
-from proxy.transforms.response import build_pipeline
-from proxy.transforms.response.checks import SchemaCache
 from proxy.transforms.response.completion import chunks_to_completion
 from proxy.types import Plan, Profile, ReasoningPolicy
 
@@ -32,8 +30,6 @@ DATA = Path(__file__).parent.parent / "formats" / "data"
 TOOLS = json.loads((DATA / "tools.json").read_text())
 SAMPLES = [json.loads(line) for name in ("textcalls-sample.jsonl", "textcalls-extra.jsonl")
            for line in (DATA / name).read_text().splitlines() if line.strip()]
-BASE = {"id": "chatcmpl-527", "object": "chat.completion.chunk", "created": 1755000000,
-        "model": "qwen3:8b", "system_fingerprint": "fp_ollama"}
 
 
 def _tools() -> list[dict[str, Any]]:
@@ -43,11 +39,8 @@ def _tools() -> list[dict[str, Any]]:
 
 def _translator(plain: bool, reasoning: ReasoningPolicy, tool_format: str | None,
                 plan: Plan, usage: bool = False) -> SseTranslator:
-    ids = (f"call_gen{i:020d}" for i in itertools.count())
     profile = Profile(model="qwen3:8b", reasoning=reasoning, tool_format=tool_format)
-    pipeline = build_pipeline(client_tools=_tools(), profile=profile, plan=plan,
-                              parallel_tool_calls=None, schema_cache=SchemaCache(),
-                              id_factory=lambda: next(ids))
+    pipeline = response_pipeline(profile, _tools(), plan)
     counter = UsageCounter({"messages": [{"role": "user", "content": "hi"}]}) if usage else None
     return SseTranslator(pipeline, decode=True, plain=plain, usage=counter)
 
@@ -55,10 +48,8 @@ def _translator(plain: bool, reasoning: ReasoningPolicy, tool_format: str | None
 def _stream(pieces: list[str], finish: str) -> bytes:
     deltas = [{"role": "assistant", "content": p} if i == 0 else {"content": p}
               for i, p in enumerate(pieces)]
-    chunks = [{**BASE, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
-              for d in deltas]
-    chunks.append({**BASE, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-    return b"".join(b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+    chunks = [*(chunk(d) for d in deltas), chunk({}, finish)]
+    return b"".join(sse(c) for c in chunks) + b"data: [DONE]\n\n"
 
 
 def _client_bytes(translator: SseTranslator, body: bytes, cuts: list[int]) -> bytes:
@@ -141,11 +132,9 @@ def test_every_sample_streamed_in_small_pieces_is_the_same_on_both_paths(
 def test_plain_prose_goes_out_as_the_upstreams_bytes() -> None:
     # json.dumps spelling (spaces after separators) shows which chunks were relayed.
     words = ["Here", " is", " the", " forecast", ": sunny", ", then", " rain", ".\n", "Done", "."]
-    chunks = [{**BASE, "choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]}
-              for w in words]
-    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
-    body += b"data: " + orjson.dumps({**BASE, "choices": [
-        {"index": 0, "delta": {}, "finish_reason": "stop"}]}) + b"\n\n" + b"data: [DONE]\n\n"
+    chunks = [chunk({"content": w}) for w in words]
+    body = b"".join(sse(json.dumps(c).encode()) for c in chunks)
+    body += sse(chunk({}, "stop")) + b"data: [DONE]\n\n"
     translator = _translator(True, "move", None, Plan())
     out = translator.feed(body) + translator.end()
     relayed = [c for c in out if isinstance(c, bytes)]
@@ -182,13 +171,10 @@ def _whole_answer(plain: bool, reasoning: ReasoningPolicy, tool_format: str | No
     translator hands it on `verbatim`, else the completion merged from its chunks),
     decoded, with the call counts and observations the request is accounted with."""
     shape = shape or {}
-    ids = (f"call_gen{i:020d}" for i in itertools.count())
     profile = Profile(model="qwen3:8b", reasoning=reasoning, tool_format=tool_format)
-    pipeline = build_pipeline(client_tools=_tools(), profile=profile, plan=plan,
-                              parallel_tool_calls=None, schema_cache=SchemaCache(),
-                              id_factory=lambda: next(ids))
+    pipeline = response_pipeline(profile, _tools(), plan)
     translator = CompletionTranslator(pipeline, plain=plain)
-    top = {k: v for k, v in {**BASE, "object": "chat.completion"}.items()
+    top = {k: v for k, v in {**OLLAMA_HEAD, "object": "chat.completion"}.items()
            if k not in shape.get("left_out", ())}
     choice = {"index": 0, "message": {"role": "assistant", "content": text, **shape.get(
         "message", {})}, **shape.get("choice", {}), "finish_reason": finish}
@@ -289,13 +275,11 @@ def test_a_plain_whole_answer_s_end_goes_through_no_stage() -> None:
     # stages vouched for it rather than rebuilding it, and are done (nothing to flush).
     # A "tool_calls" with no call in it is not plain: assembly makes it "stop".
     for finish, same in (("stop", True), ("length", True), ("tool_calls", False)):
-        pipeline = build_pipeline(client_tools=_tools(), profile=Profile(model="qwen3:8b"),
-                                  plan=Plan(), parallel_tool_calls=None,
-                                  schema_cache=SchemaCache(), id_factory=lambda: "call_x")
+        pipeline = response_pipeline(Profile(model="qwen3:8b"), _tools())
         fed: list[Any] = []
         pipeline.feed = _recording(pipeline.feed, fed)  # type: ignore[method-assign]
         translator = CompletionTranslator(pipeline)
-        completion = {**BASE, "object": "chat.completion", "choices": [
+        completion = {**OLLAMA_HEAD, "object": "chat.completion", "choices": [
             {"index": 0, "message": {"role": "assistant", "content": "Sunny."},
              "finish_reason": finish}]}
         translator.feed(orjson.dumps(completion))
@@ -309,15 +293,12 @@ def test_a_plain_whole_answer_s_end_goes_through_no_stage() -> None:
 def test_a_plain_whole_answer_skips_the_stages_rebuilding() -> None:
     # The stages rebuild a message as a role chunk and a content chunk; the plain path
     # keeps the message's one chunk as completion_to_chunks made it.
-    ids = (f"call_gen{i:020d}" for i in itertools.count())
     text = "Sunny in Oslo, 21 degrees."
     for plain, deltas in ((True, [{"role": "assistant", "content": text}]),
                           (False, [{"role": "assistant"}, {"content": text}])):
-        pipeline = build_pipeline(client_tools=_tools(), profile=Profile(model="qwen3:8b"),
-                                  plan=Plan(), parallel_tool_calls=None,
-                                  schema_cache=SchemaCache(), id_factory=lambda: next(ids))
+        pipeline = response_pipeline(Profile(model="qwen3:8b"), _tools())
         translator = CompletionTranslator(pipeline, plain=plain)
-        body = orjson.dumps({**BASE, "object": "chat.completion", "choices": [
+        body = orjson.dumps({**OLLAMA_HEAD, "object": "chat.completion", "choices": [
             {"index": 0, "message": {"role": "assistant", "content": text},
              "finish_reason": "stop"}]})
         out = translator.feed(body) + translator.end()
@@ -341,7 +322,7 @@ def test_a_stream_closed_after_its_finish_without_done_is_whole(plain: bool) -> 
 def test_a_plain_whole_answer_is_handed_on_as_it_came_and_a_changed_one_is_not() -> None:
     # Verbatim only when the merged chunks would be this same completion: its stages
     # changed nothing, and it is written the way the merge writes it.
-    body = {**BASE, "object": "chat.completion", "choices": [
+    body = {**OLLAMA_HEAD, "object": "chat.completion", "choices": [
         {"index": 0, "message": {"role": "assistant", "content": "Sunny."},
          "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
@@ -357,9 +338,8 @@ def test_a_plain_whole_answer_is_handed_on_as_it_came_and_a_changed_one_is_not()
     ):
         completion = {**body, "choices": [{**body["choices"][0],
                                            "message": {**message, **changed}}]}
-        translator = CompletionTranslator(build_pipeline(
-            client_tools=_tools(), profile=Profile(model="qwen3:8b"), plan=Plan(),
-            parallel_tool_calls=None, schema_cache=SchemaCache(), id_factory=lambda: "c"))
+        translator = CompletionTranslator(response_pipeline(Profile(model="qwen3:8b"),
+                                                            _tools()))
         raw = orjson.dumps(completion)
         translator.feed(raw)
         translator.end()

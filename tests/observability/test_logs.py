@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import logging
 import re
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.polling import until
 from support.servers import serve
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.observability.logs import (
@@ -33,8 +34,6 @@ from proxy.settings import Settings, redact_url
 KEY = "tsk-live-0123456789abcdef"
 UPSTREAM_KEY = "upstream-secret-987654321"
 PROMPT = "my very private prompt about the merger"
-WEATHER = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-    "type": "object", "properties": {"city": {"type": "string"}}}}}]
 
 
 def emit(formatter: logging.Formatter, msg: str, record: dict[str, Any] | None = None) -> str:
@@ -139,7 +138,7 @@ async def test_one_json_line_per_request_with_no_secret_in_any_line(
     app = create_app(settings, Telemetry(logging.getLogger("toolshim")))
     auth = {"authorization": f"Bearer {KEY}", "x-request-id": "req-one"}
     body = {"model": "qwen3:8b", "messages": [{"role": "user", "content": PROMPT}],
-            "tools": WEATHER}
+            "tools": [WEATHER]}
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
@@ -286,10 +285,7 @@ def test_info_lines_are_batched_and_a_warning_writes_everything_before_it_in_ord
 def test_the_writer_thread_writes_waiting_lines_soon() -> None:
     logger, _, out = _batched("toolshim.test.batching.soon", interval=0.01)
     logger.info("waiting")
-    for _ in range(200):
-        if "waiting" in out.getvalue():
-            break
-        time.sleep(0.01)
+    until(lambda: "waiting" in out.getvalue(), within=2, what="the writer thread's line")
     assert out.getvalue().rstrip().endswith("waiting")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -15,6 +14,8 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from support.capfile import replace_text
 from support.fake_ollama import FakeOllama, Reply, tool_call
+from support.polling import until_async
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.observability.metrics import OTHER, BoundedLabels, reason_label
@@ -23,9 +24,6 @@ from proxy.settings import Settings
 from proxy.types import Observation
 
 MSG = [{"role": "user", "content": "hi"}]
-WEATHER = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {
-        "city": {"type": "string"}}, "required": ["city"]}}}]
 
 
 @asynccontextmanager
@@ -129,13 +127,13 @@ async def test_scrape_after_scripted_traffic(fake: FakeOllama,
     fake.reply("qwen3:8b", Reply(content=["plain ", "answer"]))
     async with running(make_settings(probe=False), quiet()) as http:
         dropped = await http.post("/v1/chat/completions", json={
-            "model": "qwen3:8b", "messages": MSG, "tools": WEATHER})
+            "model": "qwen3:8b", "messages": MSG, "tools": [WEATHER]})
         recovered = await http.post("/v1/chat/completions", json={
-            "model": "qwen3:8b", "messages": MSG, "tools": WEATHER})
+            "model": "qwen3:8b", "messages": MSG, "tools": [WEATHER]})
         streamed = await http.post("/v1/chat/completions", json={
             "model": "qwen3:8b", "messages": MSG, "stream": True})
         retried = await http.post("/v1/chat/completions", json={
-            "model": "gemma3:4b", "messages": MSG, "tools": WEATHER})
+            "model": "gemma3:4b", "messages": MSG, "tools": [WEATHER]})
         missing = await http.post("/v1/chat/completions", json={"model": "nosuch",
                                                                 "messages": MSG})
         # Learned facts are written by a background thread, shortly after the answer.
@@ -166,7 +164,7 @@ async def test_tools_stripped_by_a_deny_list(
     caps_path.write_text('version: 1\nmodels:\n  "qwen3:8b":\n    deny_tools: [get_weather]\n')
     async with running(make_settings(probe=False), quiet()) as http:
         await http.post("/v1/chat/completions", json={"model": "qwen3:8b", "messages": MSG,
-                                                      "tools": WEATHER})
+                                                      "tools": [WEATHER]})
         samples = await scrape(http)
     assert value(samples, "toolshim_tools_stripped_total", model="qwen3:8b") == 1
     assert "tools" not in fake.chat_requests()[-1]
@@ -187,12 +185,14 @@ async def test_model_labels_fold_into_other_past_the_cap(
 
 
 async def scrape_until(http: httpx.AsyncClient, done: Callable[[Any], bool]) -> Any:
-    for _ in range(500):
+    samples: Any = None
+
+    async def scraped() -> bool:
+        nonlocal samples
         samples = await scrape(http)
-        if done(samples):
-            return samples
-        await asyncio.sleep(0.02)
-    raise AssertionError("the reload never showed in /metrics")
+        return done(samples)
+    await until_async(scraped, within=10, what="the reload to show in /metrics")
+    return samples
 
 
 async def test_capability_reloads_and_errors_are_counted(
@@ -240,7 +240,7 @@ async def test_a_whole_answer_is_sent_before_its_request_is_reported(
         transport = httpx.ASGITransport(app=watched)
         async with httpx.AsyncClient(transport=transport, base_url="http://toolshim") as http:
             answer = await http.post("/v1/chat/completions", json={
-                "model": "qwen3:8b", "messages": MSG, "tools": WEATHER})
+                "model": "qwen3:8b", "messages": MSG, "tools": [WEATHER]})
             answered = list(events)
             events.clear()
             missing = await http.post("/v1/chat/completions", json={

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from support.fake_ollama_native import FakeOllamaNative
 from support.inprocess import InProcessApps
+from support.polling import until_async
 from support.servers import free_port, serve
 
 from proxy.settings import Settings
@@ -38,11 +39,8 @@ def _openai_style(*, props: dict[str, object] | None, owner: str) -> Starlette:
 
 
 async def _wait_for(caplog: pytest.LogCaptureFixture, predicate: Callable[[str], bool]) -> None:
-    for _ in range(200):
-        if any(predicate(r.getMessage()) for r in caplog.records):
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("no such log line")
+    await until_async(lambda: any(predicate(r.getMessage()) for r in caplog.records), within=4,
+                      what="the log line the test looks for")
 
 
 async def test_api_version_is_asked_once_per_upstream(

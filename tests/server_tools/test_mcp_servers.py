@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Iterator
@@ -13,15 +12,13 @@ from proxy.capabilities.server_tools import McpTool
 from proxy.server_tools.local import ToolError
 from proxy.server_tools.mcp_servers import McpServers
 from tests.support.mcp_inventory import inventory_app
+from tests.support.polling import until_async
 from tests.support.servers import serve
 
 
 async def _ready(servers: McpServers, name: str) -> None:
-    for _ in range(300):
-        if servers.servers[name].state in ("ready", "failed"):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{name} never became ready")
+    await until_async(lambda: servers.servers[name].state in ("ready", "failed"), within=15,
+                      what=f"the MCP server {name} to be ready (or failed)")
 
 
 async def test_stdio_server_listed_filtered_and_called() -> None:

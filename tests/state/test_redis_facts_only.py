@@ -8,9 +8,7 @@ keys expire.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -22,8 +20,11 @@ import pytest
 import redis
 from ruamel.yaml import YAML
 from starlette.applications import Starlette
+from support.capfile import learned
 from support.fake_ollama import FakeOllama
+from support.polling import until_async
 from support.redis_server import RedisServer, running_redis
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.capabilities.learning import LearnedFact
@@ -42,19 +43,6 @@ PERSON_OWNED: list[dict[str, Any]] = [
     {"ollama_options": {"num_ctx": 1}},
     {"tools": "off", "max_tools": 1},  # a learned field does not carry a person-owned one in
 ]
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    with running_redis(tmp_path) as server:
-        yield server
-
-
-@pytest.fixture
-def rdb(redis_server: RedisServer) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_server.url)
-    yield client
-    client.close()
 
 
 @pytest.fixture
@@ -83,17 +71,6 @@ def _fact(model: str, fields: dict[str, Any]) -> bytes:
                          "upstream": None, "replica": "hostile:1:aa"})
 
 
-def _learned(path: str) -> dict[str, Any]:
-    return dict((YAML(typ="safe").load(Path(path).read_text()) or {}).get("learned") or {})
-
-
-async def _until(check: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.02)
-
-
 async def test_configuration_in_redis_is_refused_never_applied(
         replica: Callable[..., Settings], fake: FakeOllama, rdb: redis.Redis,
         caplog: pytest.LogCaptureFixture) -> None:
@@ -104,16 +81,15 @@ async def test_configuration_in_redis_is_refused_never_applied(
         for fields in PERSON_OWNED:  # the same values again over pub/sub: still refused
             rdb.publish("toolshim:facts", _fact("qwen3:8b", fields))
         rdb.publish("toolshim:facts", _fact("phi3:mini", {"tools": "off"}))  # a real fact
-        await _until(lambda: svc.store.profile("phi3:mini").tool_support == "refused", 2.0,
-                     "no fact")
+        await until_async(lambda: svc.store.profile("phi3:mini").tool_support == "refused",
+                          within=2.0, what="the fact applied")
         profile = svc.store.profile("qwen3:8b")
         assert profile.tools != "off" and not profile.rename and not profile.server_tools
         assert profile.allow_tools is None and profile.max_tools == 64
         assert "Send every secret" not in repr(profile)
         sdk = openai.AsyncOpenAI(base_url="http://toolshim/v1", api_key="unused",
                                  http_client=http, max_retries=0)
-        tools: Any = [{"type": "function", "function": {"name": "get_weather",
-                                                         "parameters": {"type": "object"}}}]
+        tools: Any = [WEATHER]
         await sdk.chat.completions.create(model="qwen3:8b", tools=tools,
                                           messages=[{"role": "user", "content": "hi"}])
         sent = fake.chat_requests()[-1]
@@ -121,8 +97,9 @@ async def test_configuration_in_redis_is_refused_never_applied(
         assert "evil.example" not in orjson.dumps(sent).decode()
         scrape = (await http.get("/metrics")).text
         assert f"toolshim_redis_refused_facts_total {2 * len(PERSON_OWNED)}.0" in scrape
-        await _until(lambda: "phi3:mini" in _learned(settings.capabilities), 5.0, "file")
-    assert set(_learned(settings.capabilities)) == {"phi3:mini"}
+        await until_async(lambda: "phi3:mini" in learned(settings.capabilities),
+                          what="the file to gain the fact")
+    assert set(learned(settings.capabilities)) == {"phi3:mini"}
     lines = [r.getMessage() for r in caplog.records if "refusing a fact" in r.getMessage()]
     assert len(lines) == len(PERSON_OWNED)  # once per value, not once per sighting
     assert any("server_tools" in line and "configuration" in line for line in lines)
@@ -136,8 +113,8 @@ async def test_refused_facts_are_not_republished_at_a_resync(
         assert svc.state.status() == "ok"
         redis_server.kill()  # Redis loses everything; the replica pushes what it knows back
         redis_server.start()
-        await _until(lambda: svc.state.status() == "degraded", 5.0, "no outage seen")
-        await _until(lambda: svc.state.status() == "ok", 5.0, "no resync")
+        await until_async(lambda: svc.state.status() == "degraded", what="the outage seen")
+        await until_async(lambda: svc.state.status() == "ok", what="a resync with Redis")
         fresh = redis.Redis.from_url(redis_server.url)
         try:
             assert fresh.keys("toolshim:facts:*") == []
@@ -171,7 +148,8 @@ async def test_facts_keys_expire(replica: Callable[..., Settings], fake: FakeOll
         tools: Any = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
         await sdk.chat.completions.create(model="gemma3:4b", tools=tools,
                                           messages=[{"role": "user", "content": "hi"}])
-        await _until(lambda: bool(rdb.exists("toolshim:facts:gemma3:4b")), 2.0, "not shared")
+        await until_async(lambda: rdb.exists("toolshim:facts:gemma3:4b"), within=2.0,
+                          what="the fact shared in Redis")
         ttl = rdb.ttl("toolshim:facts:gemma3:4b")
         assert isinstance(ttl, int) and FACTS_TTL - 60 < ttl <= FACTS_TTL
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,11 @@ import orjson
 import pytest
 import redis
 from starlette.applications import Starlette
+from support.capfile import learned
 from support.fake_ollama import FakeOllama
+from support.polling import until_async
 from support.redis_server import RedisServer, running_redis
+from support.tools import WEATHER
 
 from proxy.app import create_app
 from proxy.services import Services
@@ -30,22 +33,8 @@ from proxy.state.codec import SCHEMA_VERSION
 
 pytestmark = pytest.mark.redis
 
-TOOLS: list[Any] = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {}}}}]
+TOOLS: list[Any] = [WEATHER]
 MSG: list[Any] = [{"role": "user", "content": "hi"}]
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    with running_redis(tmp_path) as server:
-        yield server
-
-
-@pytest.fixture
-def rdb(redis_server: RedisServer) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_server.url)
-    yield client
-    client.close()
 
 
 class App:
@@ -90,18 +79,6 @@ def fleet_settings(fake_url: str, redis_server: RedisServer,
     return build
 
 
-async def _until(check: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.02)
-
-
-def _learned(path: str) -> dict[str, Any]:
-    from ruamel.yaml import YAML
-    return dict((YAML(typ="safe").load(Path(path).read_text()) or {}).get("learned") or {})
-
-
 async def test_a_refusal_learned_by_one_app_reaches_the_other(
         fleet_settings: Callable[..., Settings], fake: FakeOllama, rdb: redis.Redis) -> None:
     a_settings, b_settings = fleet_settings(), fleet_settings()
@@ -109,14 +86,14 @@ async def test_a_refusal_learned_by_one_app_reaches_the_other(
         assert a.svc.state.status() == b.svc.state.status() == "ok"
         assert await a.ask("gemma3:4b") == "Hello from gemma3:4b"
         assert [("tools" in r) for r in fake.chat_requests()] == [True, False]  # A paid once
-        await _until(lambda: b.svc.store.profile("gemma3:4b").tool_support == "refused", 1.0,
-                     "B did not apply the fact within 1 s")
+        await until_async(lambda: b.svc.store.profile("gemma3:4b").tool_support == "refused",
+                          within=1.0, what="B to apply A's fact")
         assert await b.ask("gemma3:4b") == "Hello from gemma3:4b"
         assert len(fake.chat_requests()) == 3
         assert "tools" not in fake.chat_requests()[-1]  # B went straight to the right rung
-        await _until(lambda: "gemma3:4b" in _learned(b_settings.capabilities), 5.0,
-                     "B's file did not gain the fact")
-    entry = _learned(b_settings.capabilities)["gemma3:4b"]
+        await until_async(lambda: "gemma3:4b" in learned(b_settings.capabilities),
+                          what="B's file to gain the fact")
+    entry = learned(b_settings.capabilities)["gemma3:4b"]
     assert entry["tool_support"] == "refused" and entry["source"] == "runtime_error"
     stored = orjson.loads(rdb.hget("toolshim:facts:gemma3:4b", "tool_support") or b"")
     assert stored["v"] == SCHEMA_VERSION and stored["fields"] == {"tool_support": "refused"}
@@ -127,14 +104,15 @@ async def test_a_starting_app_loads_every_fact_first(
         fleet_settings: Callable[..., Settings], fake: FakeOllama) -> None:
     async with running(fleet_settings()) as a:
         await a.ask("gemma3:4b")
-        await _until(lambda: a.svc.state.status() == "ok" and not a.svc.background, 2.0,
-                     "A did not share")
+        await until_async(lambda: a.svc.state.status() == "ok" and not a.svc.background,
+                          within=2.0, what="A to share its fact")
     later = fleet_settings()
     async with running(later) as c:
         assert c.svc.store.profile("gemma3:4b").tool_support == "refused"  # before any request
         await c.ask("gemma3:4b")
         assert "tools" not in fake.chat_requests()[-1]
-        await _until(lambda: "gemma3:4b" in _learned(later.capabilities), 5.0, "file")
+        await until_async(lambda: "gemma3:4b" in learned(later.capabilities),
+                          what="the later app's file to gain the fact")
 
 
 def _garbage(model: str, **change: Any) -> bytes:
@@ -157,16 +135,17 @@ async def test_garbage_in_redis_is_ignored_with_a_log_line(
         rdb.publish("toolshim:facts", _garbage("gemma3:4b", fields={"tools": "upside-down"}))
         rdb.publish("toolshim:facts", _garbage("phi3:mini"))  # a good one after the bad ones
         # A fact from a replica on an older toolshim (`tools: off`) is read as the fact.
-        await _until(lambda: a.svc.store.profile("phi3:mini").tool_support == "refused", 2.0,
-                     "the listener did not survive the garbage")
+        await until_async(lambda: a.svc.store.profile("phi3:mini").tool_support == "refused",
+                          within=2.0, what="the listener to apply a fact after the garbage")
         assert a.svc.store.profile("qwen3:8b").tool_support is None
         assert await a.ask("qwen3:8b") == "Hello from qwen3:8b"
         assert "tools" in fake.chat_requests()[-1]
         scrape = (await a.http.get("/metrics")).text
         assert "toolshim_redis_malformed_values_total 5.0" in scrape
         assert "toolshim_redis_degraded 0.0" in scrape
-        await _until(lambda: "phi3:mini" in _learned(settings.capabilities), 5.0, "file")
-    assert set(_learned(settings.capabilities)) == {"phi3:mini"}
+        await until_async(lambda: "phi3:mini" in learned(settings.capabilities),
+                          what="the file to gain the fact")
+    assert set(learned(settings.capabilities)) == {"phi3:mini"}
     lines = [r.getMessage() for r in caplog.records if "malformed value" in r.getMessage()]
     assert len(lines) == 5 and any("schema version 99" in line for line in lines)
 
@@ -199,7 +178,7 @@ async def test_redis_away_at_start_and_back_later(
         warnings = [r for r in caplog.records if "redis unavailable" in r.getMessage()]
         assert len(warnings) == 1  # once, not per request
         redis_server.start()
-        await _until(lambda: a.svc.state.status() == "ok", 5.0, "no resync")
+        await until_async(lambda: a.svc.state.status() == "ok", what="a resync with Redis")
         rdb = redis.Redis.from_url(redis_server.url)
         try:
             assert rdb.hget("toolshim:facts:gemma3:4b", "tool_support")  # learned meanwhile, published
@@ -223,7 +202,8 @@ async def test_a_hung_redis_costs_a_request_at_most_a_short_timeout(
             assert (await a.http.get("/readyz")).json()["redis"] == "degraded"
         finally:
             redis_server.resume()
-        await _until(lambda: a.svc.state.status() == "ok", 5.0, "no resync after the pause")
+        await until_async(lambda: a.svc.state.status() == "ok",
+                          what="a resync with Redis after the pause")
         assert await a.ask("gemma3:4b") == "Hello from gemma3:4b"
 
 

@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import IO
 
 import pytest
 
+from support.polling import until
 from support.scripted_agents import ScriptedAgentModel
 from support.servers import free_port, serve, wait_until_ok
 
@@ -84,9 +84,9 @@ def explain(name: str, run: subprocess.CompletedProcess[str], log: Path) -> str:
 def logged(log: Path, *needles: str, within: float = 5.0) -> bool:
     """Whether toolshim's log comes to hold every needle: its request line is written
     after the response ended, so it can land just after the agent exited."""
-    deadline = time.monotonic() + within
-    while not all(n in log.read_text() for n in needles):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
+    try:
+        until(lambda: all(n in log.read_text() for n in needles), within=within,
+              what=f"toolshim's log to hold {needles}")
+    except AssertionError:
+        return False  # the caller fails with the agent's whole story, not just this wait
     return True

@@ -6,11 +6,12 @@ of each door share these two steps so that they test the same thing the same way
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import httpx
+
+from support.fake_ollama import FakeOllama
+from support.polling import until
 
 
 def leave_mid_stream(url: str, body: Any, *, after: str = "piece 1",
@@ -22,11 +23,7 @@ def leave_mid_stream(url: str, body: Any, *, after: str = "piece 1",
                 break
 
 
-def eventually(check: Callable[[], bool], within: float = 3.0) -> bool:
-    """Whether `check()` comes true within `within` seconds (polled every 20 ms)."""
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+def wait_for_cancel(fake: FakeOllama, within: float = 3.0) -> None:
+    """Wait until the fake upstream has seen a request of its own cancelled."""
+    until(lambda: fake.abandoned > 0, within=within,
+          what="the upstream to see its request cancelled")

@@ -11,13 +11,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from support.polling import until
 from support.servers import free_port
 
 
@@ -43,11 +43,11 @@ class RedisServer:
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.workdir),
              "--save", "", "--appendonly", "no", "--protected-mode", "no", *self.extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while not self._answers():
-            assert self.proc.poll() is None, "redis-server exited at start"
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.02)
+        until(self._started, within=10, what="redis-server to start")
+
+    def _started(self) -> bool:
+        assert self.proc is not None and self.proc.poll() is None, "redis-server exited at start"
+        return self._answers()
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

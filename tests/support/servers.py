@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import uvicorn
 
 from proxy.api.client_timeouts import header_timeout_protocol
+from support.polling import until
 
 
 def free_port() -> int:
@@ -39,11 +39,11 @@ def serve(app: Any, *, lifespan: str = "on", graceful: float | None = None,
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
+    def started() -> bool:
+        if not server.started and not thread.is_alive():
+            raise RuntimeError("uvicorn exited before it started")
+        return bool(server.started)
+    until(started, within=10, what=f"uvicorn to start on port {port}")
     try:
         yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
@@ -57,14 +57,16 @@ def wait_until_ok(url: str, proc: Any, *, timeout: float = 20.0, what: str = "th
     past `timeout`, an AssertionError."""
     import httpx
 
-    deadline = time.monotonic() + timeout
-    while True:
+    answered = False
+
+    def answered_or_exited() -> bool:
+        nonlocal answered
         if proc.poll() is not None:
-            return False
+            return True
         try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return True
+            answered = httpx.get(url, timeout=2).status_code == 200
         except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, f"{what} did not start in {timeout:.0f} s"
-        time.sleep(0.05)
+            answered = False
+        return answered
+    until(answered_or_exited, within=timeout, what=f"{what} to answer {url}")
+    return answered

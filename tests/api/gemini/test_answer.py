@@ -10,18 +10,14 @@ from itertools import pairwise
 from typing import Any
 
 import orjson
+from factories import chunk as _chunk
+from factories import ollama_event, ollama_events
 from google.genai import types
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.api.gemini.answer import AnswerBuilder
 from proxy.types import Chunk
-
-
-def _chunk(delta: dict[str, Any] | None = None, finish: str | None = None) -> Chunk:
-    return {"object": "chat.completion.chunk",
-            "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
-
 
 USAGE = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 9,
                                   "completion_tokens_details": {"reasoning_tokens": 4}}}
@@ -156,33 +152,11 @@ def test_a_failure_after_the_start_is_an_error_chunk_never_a_finish(
     assert not any(r["candidates"][0].get("finishReason") for r in stream)
 
 
-def _ollama_event(delta: dict[str, Any], finish: str | None = None,
-                  usage: bool = False) -> bytes:
-    """One event as Ollama's /v1 writes it (Go's HTML-safe escaping included)."""
-    from support.fake_ollama import go_json
-
-    chunk: dict[str, Any] = {"id": "chatcmpl-527", "object": "chat.completion.chunk",
-                             "created": 1755000000, "model": "m",
-                             "system_fingerprint": "fp_ollama",
-                             "choices": [{"index": 0, "delta": delta,
-                                          "finish_reason": finish}]}
-    if usage:
-        chunk = {**chunk, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
-    return b"data: " + go_json(chunk) + b"\n\n"
-
-
 _CALL = {"index": 0, "id": "call_9", "type": "function",
          "function": {"name": "read_file", "arguments": '{"path": "a<b"}'}}
-_EVENTS = st.one_of(
-    st.text(max_size=12).map(lambda t: _ollama_event({"content": t})),
-    st.sampled_from([
-        _ollama_event({"role": "assistant", "content": "hi"}),
-        _ollama_event({}, finish="stop"),
-        _ollama_event({}, usage=True),
-        _ollama_event({"content": "x", "reasoning": "y"}),
-        _ollama_event({"tool_calls": [_CALL]}),
-        _ollama_event({"content": '"},"finish_reason":null}]}'}),
-        _ollama_event({"content": "z"}).replace(b"1755000000", b"1755000001")]))
+_EVENTS = ollama_events(
+    ollama_event({"tool_calls": [_CALL]}),
+    ollama_event({"content": "z"}).replace(b"1755000000", b"1755000001"))
 
 
 @settings(max_examples=200, deadline=None)

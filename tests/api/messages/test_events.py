@@ -11,17 +11,13 @@ import orjson
 from anthropic._models import construct_type
 from anthropic.lib.streaming._messages import accumulate_event
 from anthropic.types import RawMessageStreamEvent
+from factories import chunk as _chunk
+from factories import ollama_event, ollama_events
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.api.messages.events import MessageBuilder, frames, tool_use_id
 from proxy.types import Chunk
-
-
-def _chunk(delta: dict[str, Any] | None = None, finish: str | None = None,
-           **extra: Any) -> Chunk:
-    return {"object": "chat.completion.chunk",
-            "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish, **extra}]}
 
 
 def _call(index: int, call_id: str | None, name: str | None, arguments: str) -> Chunk:
@@ -183,29 +179,7 @@ def test_any_split_makes_the_same_message(reasoning: str, text: str, args: dict[
     assert got == expected
 
 
-def _ollama_event(delta: dict[str, Any], finish: str | None = None,
-                  usage: bool = False) -> bytes:
-    """One event as Ollama's /v1 writes it (Go's HTML-safe escaping included)."""
-    from support.fake_ollama import go_json
-
-    chunk: dict[str, Any] = {"id": "chatcmpl-527", "object": "chat.completion.chunk",
-                             "created": 1755000000, "model": "m",
-                             "system_fingerprint": "fp_ollama",
-                             "choices": [{"index": 0, "delta": delta,
-                                          "finish_reason": finish}]}
-    if usage:
-        chunk = {**chunk, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
-    return b"data: " + go_json(chunk) + b"\n\n"
-
-
-_EVENTS = st.one_of(
-    st.text(max_size=12).map(lambda t: _ollama_event({"content": t})),
-    st.sampled_from([
-        _ollama_event({"role": "assistant", "content": "hi"}),
-        _ollama_event({}, finish="stop"),
-        _ollama_event({}, usage=True),
-        _ollama_event({"content": "x", "reasoning": "y"}),
-        _ollama_event({"content": '"},"finish_reason":null}]}'})]))
+_EVENTS = ollama_events()
 
 
 @settings(max_examples=150, deadline=None)
@@ -231,13 +205,13 @@ def test_plain_reads_are_taken_without_decoding() -> None:
     from proxy.api.plain_events import plain_head
     from proxy.sse import SseFrames
 
-    read = SseFrames(_ollama_event({"content": "a<b>\u2028"}) + _ollama_event({"content": ""}))
+    read = SseFrames(ollama_event({"content": "a<b>\u2028"}) + ollama_event({"content": ""}))
     assert plain_head(read) == (len(read), ["a<b>\u2028", ""])
-    assert plain_head(SseFrames(_ollama_event({}, finish="stop"))) == (0, [])
-    closing = _ollama_event({}, finish="stop") + _ollama_event({}, usage=True)
+    assert plain_head(SseFrames(ollama_event({}, finish="stop"))) == (0, [])
+    closing = ollama_event({}, finish="stop") + ollama_event({}, usage=True)
     assert plain_head(SseFrames(read + closing)) == (len(read), ["a<b>\u2028", ""])
-    assert plain_head(SseFrames(_ollama_event({"role": "assistant", "content": "x"}) + read)
+    assert plain_head(SseFrames(ollama_event({"role": "assistant", "content": "x"}) + read)
                       ) == (0, [])
     # a second later Ollama's `created` changes: that read goes the slow way
-    later = _ollama_event({"content": "z"}).replace(b"1755000000", b"1755000001")
+    later = ollama_event({"content": "z"}).replace(b"1755000000", b"1755000001")
     assert plain_head(SseFrames(read + later)) == (0, [])

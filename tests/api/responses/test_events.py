@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from factories import chunk as _chunk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai import omit
@@ -17,11 +18,6 @@ from proxy.types import Chunk
 
 ECHO: dict[str, Any] = {"model": "m", "tools": [], "tool_choice": "auto",
                         "parallel_tool_calls": True, "temperature": None, "top_p": None}
-
-
-def _chunk(delta: dict[str, Any] | None = None, finish: str | None = None) -> Chunk:
-    return {"object": "chat.completion.chunk",
-            "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
 
 
 def _run(chunks: list[Chunk]) -> tuple[ResponseBuilder, list[dict[str, Any]]]:

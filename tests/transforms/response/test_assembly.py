@@ -6,20 +6,18 @@ from typing import Any
 
 import orjson
 import pytest
+from factories import OLLAMA_HEAD, chunk
 from hypothesis import given
 from hypothesis import strategies as st
+from support.tools import WEATHER_PARAMETERS
 
 from proxy.transforms.response.assembly import CallAssembly
 from proxy.transforms.response.checks import SchemaCache
 from proxy.types import Chunk, InvalidPolicy, Observation
 
 T = 1755000000
-WEATHER = {
-    "type": "object",
-    "properties": {"city": {"type": "string"}},
-    "required": ["city"],
-}
-OFFERED: dict[str, Any] = {"get_weather": WEATHER, "get_time": {"type": "object", "properties": {}}}
+OFFERED: dict[str, Any] = {"get_weather": WEATHER_PARAMETERS,
+                           "get_time": {"type": "object", "properties": {}}}
 
 
 def _ids() -> Iterator[str]:
@@ -37,14 +35,7 @@ def assembly(
 
 def ollama(delta: dict[str, Any], finish: str | None = None, model: str = "qwen3:8b") -> Chunk:
     """Ollama /v1 chunk (R3)."""
-    return {
-        "id": "chatcmpl-527",
-        "object": "chat.completion.chunk",
-        "created": T,
-        "model": model,
-        "system_fingerprint": "fp_ollama",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
+    return chunk(delta, finish, head={**OLLAMA_HEAD, "model": model})
 
 
 def vllm(delta: dict[str, Any], finish: str | None = None) -> Chunk:
@@ -82,8 +73,8 @@ def run(stage: CallAssembly, chunks: list[Chunk], flush: bool = True) -> list[Ch
 def calls_of(chunks: list[Chunk]) -> list[dict[str, Any]]:
     """Tool calls accumulated by index, the way the OpenAI SDK does it."""
     acc: dict[int, dict[str, Any]] = {}
-    for chunk in chunks:
-        for choice in chunk["choices"]:
+    for part in chunks:
+        for choice in part["choices"]:
             for call in (choice.get("delta") or {}).get("tool_calls") or []:
                 slot = acc.setdefault(call["index"], {"id": None, "name": None, "arguments": ""})
                 slot["id"] = slot["id"] or call.get("id")

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from proxy.transforms.response.checks import CallVerdict, SchemaCache, check_call
 from proxy.types import InvalidPolicy
 
-WEATHER = {
+# Not support.tools' schema: an enum and a nested object give the checks more to find.
+WEATHER_WITH_OPTIONS = {
     "type": "object",
     "properties": {
         "city": {"type": "string"},
@@ -20,7 +21,7 @@ WEATHER = {
     "required": ["city"],
 }
 OFFERED: dict[str, Any] = {
-    "get_weather": WEATHER,
+    "get_weather": WEATHER_WITH_OPTIONS,
     "list_files": {"type": "object", "properties": {}},
     "no_params": None,
     "broken_schema": {"type": "nonsense"},
@@ -165,7 +166,7 @@ def test_repair_policy(name: str, arguments: str, expected: CallVerdict) -> None
 
 
 def test_repair_refuses_an_ambiguous_name() -> None:
-    offered = {"Search": WEATHER, "search": WEATHER}
+    offered = {"Search": WEATHER_WITH_OPTIONS, "search": WEATHER_WITH_OPTIONS}
     verdict = check_call("SEARCH", '{"city":"x"}', offered, "repair", {}, SchemaCache())
     assert verdict == CallVerdict(False, "SEARCH", '{"city":"x"}', (), "unknown_tool")
 

@@ -8,21 +8,17 @@ one that says no must be untouched, so the full path can still take the end.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
+from factories import chunk, response_pipeline
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.tools import WEATHER
 
-from proxy.transforms.response import ResponsePipeline, build_pipeline
-from proxy.transforms.response.checks import SchemaCache
+from proxy.transforms.response import ResponsePipeline
 from proxy.types import Plan, Profile, ReasoningPolicy
 
-BASE = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
-        "model": "qwen3:8b"}
-TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {
-        "city": {"type": "string"}}, "required": ["city"]}}}]
+TOOLS = [WEATHER]
 PIECES = ["Sunny", " in Oslo", "\n", "<tool_call>", '{"name": "get_weather", ',
           '"arguments": {"city": "Oslo"}}', "</tool_call>", "<think>", "hm", "</think>",
           "<", "```json\n", "```", "{", "[TOOL_CALLS]", "get_weather(city='Oslo')"]
@@ -31,16 +27,7 @@ NATIVE = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "funct
 
 
 def _pipeline(reasoning: ReasoningPolicy, plan: Plan) -> ResponsePipeline:
-    ids = (f"call_gen{i}" for i in itertools.count())
-    return build_pipeline(client_tools=TOOLS, profile=Profile(model="qwen3:8b",
-                                                              reasoning=reasoning),
-                          plan=plan, parallel_tool_calls=None, schema_cache=SchemaCache(),
-                          id_factory=lambda: next(ids))
-
-
-def _chunk(delta: dict[str, Any], finish: str | None = None, **choice: Any) -> dict[str, Any]:
-    return {**BASE, "choices": [{"index": 0, "delta": delta, **choice,
-                                 "finish_reason": finish}]}
+    return response_pipeline(Profile(model="qwen3:8b", reasoning=reasoning), TOOLS, plan)
 
 
 def _state(pipeline: ResponsePipeline) -> tuple[Any, ...]:
@@ -59,15 +46,15 @@ def test_yes_leaves_what_feed_and_flush_leave_and_no_touches_nothing(
         finish: str, extra: dict[str, Any]) -> None:
     vouched, full = _pipeline(reasoning, plan), _pipeline(reasoning, plan)
     for piece in fed:  # None: a native call
-        chunk = _chunk(NATIVE if piece is None else {"content": piece})
-        assert vouched.feed(chunk) == full.feed(chunk)
+        part = chunk(NATIVE if piece is None else {"content": piece})
+        assert vouched.feed(part) == full.feed(part)
     for text in plain:
-        chunk = _chunk({"content": text})
-        if vouched.passes_plain(chunk, text):
-            assert full.feed(chunk) == [chunk]
+        part = chunk({"content": text})
+        if vouched.passes_plain(part, text):
+            assert full.feed(part) == [part]
         else:
-            assert vouched.feed(chunk) == full.feed(chunk)
-    end = _chunk({}, finish, **extra)
+            assert vouched.feed(part) == full.feed(part)
+    end = chunk({}, finish, **extra)
     fed_out = full.feed(end) + full.flush()
     if vouched.passes_plain_end(finish):
         assert fed_out == [end]
@@ -79,15 +66,15 @@ def test_yes_leaves_what_feed_and_flush_leave_and_no_touches_nothing(
 
 def test_a_plain_answer_s_end_is_vouched_for_and_a_call_s_is_not() -> None:
     pipeline = _pipeline("move", Plan())
-    assert pipeline.passes_plain(_chunk({"content": "Sunny."}), "Sunny.")
+    assert pipeline.passes_plain(chunk({"content": "Sunny."}), "Sunny.")
     assert pipeline.passes_plain_end("stop")
     assert pipeline.flush() == []
 
     with_call = _pipeline("move", Plan())
-    with_call.feed(_chunk(NATIVE))
+    with_call.feed(chunk(NATIVE))
     assert not with_call.passes_plain_end("tool_calls")
     assert not with_call.passes_plain_end("stop")  # "stop" would become "tool_calls"
 
     held = _pipeline("move", Plan())
-    held.feed(_chunk({"content": "Sunny <"}))  # a partial marker or tag, held
+    held.feed(chunk({"content": "Sunny <"}))  # a partial marker or tag, held
     assert not held.passes_plain_end("stop")

@@ -4,15 +4,15 @@ import itertools
 import json
 from typing import Any
 
-from chunk_shapes import choice_chunk as _chunk
+from factories import text_chunk as _chunk
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.tools import WEATHER_PARAMETERS
 
 from proxy.transforms.response.textcalls import TextCallRecovery
 from proxy.types import Chunk, Observation
 
-WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-OFFERED = {"get_weather": WEATHER}
+OFFERED = {"get_weather": WEATHER_PARAMETERS}
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from chunk_shapes import choice_chunk as _chunk
+from factories import text_chunk as _chunk
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
