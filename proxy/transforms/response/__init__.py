@@ -16,6 +16,7 @@ from proxy.formats import DEFAULT_EMULATE_FORMAT
 from proxy.formats.base import tool_schemas
 from proxy.transforms.response.assembly import CallAssembly, CallCounts
 from proxy.transforms.response.checks import SchemaCache
+from proxy.transforms.response.hooks import PlainHooks
 from proxy.transforms.response.textcalls import TextCallRecovery
 from proxy.transforms.response.thinking import ThinkingSplit
 from proxy.types import Chunk, Observation, Plan, Profile, Stage, ToolDef
@@ -28,6 +29,13 @@ class ResponsePipeline:
         self.stages = [*stages, assembly]
         self.assembly = assembly
         """the last stage, whose call counts the flow reports."""
+        hooked: list[PlainHooks] = [s for s in self.stages if isinstance(s, PlainHooks)]
+        self.knows_plain = len(hooked) == len(self.stages)
+        """every stage has the fast paths' hooks (`PlainHooks`): only then may a stream's
+        plain events skip the stages unread (`FastSseTranslator(decode=False)`)."""
+        self._hooked: list[PlainHooks] = hooked if self.knows_plain else [PlainHooks()]
+        """what the `passes_plain*` questions ask: a stage without the hooks can vouch
+        for nothing, so then one that refuses everything stands for them all."""
 
     def feed(self, chunk: Chunk) -> list[Chunk]:
         out = [chunk]
@@ -53,7 +61,7 @@ class ResponsePipeline:
     def passes_plain(self, chunk: Chunk, text: str) -> bool:
         """A content-only chunk no stage would change: noted by all of them, True;
         False (no state touched): it must go through `feed`."""
-        stages = self.stages
+        stages = self._hooked
         for stage in stages:
             if not stage.plain_ok(text):
                 return False
@@ -67,13 +75,13 @@ class ResponsePipeline:
         touched; the chunk after the last passed one must be asked alone)."""
         joined = "".join(texts)
         count = len(texts)
-        for stage in self.stages:
+        for stage in self._hooked:
             count = min(count, stage.plain_run_ok(texts, joined))
             if not count:
                 return 0
         if count < len(texts):
             joined = "".join(texts[:count])
-        for stage in self.stages:
+        for stage in self._hooked:
             stage.take_plain(chunks[count - 1], joined)
         return count
 
@@ -81,7 +89,7 @@ class ResponsePipeline:
         """The chunk ending the answer (choice 0 alone, an empty delta, this finish
         reason) no stage would change, with nothing to flush after it: noted by all of
         them (they are done), True; False: no state touched."""
-        stages = self.stages
+        stages = self._hooked
         for stage in stages:
             if not stage.plain_end_ok(finish_reason):
                 return False
