@@ -1,10 +1,10 @@
 """With tools offered, plain content chunks skip the stages' rebuilding, not their view.
 
-`SseTranslator(plain=True)` decodes every chunk, but a chunk whose only delta
+`FastSseTranslator(decode=True)` decodes every chunk, but a chunk whose only delta
 is content that no stage would change (no marker, fence, line-start brace or
 reasoning tag in it, nothing held) goes out as the upstream's bytes, the
 stages having noted it. The client must receive exactly what the full path
-(`plain=False`) writes, whatever the text and however it is cut: the recovered
+(the reference `SseTranslator`, all `--no-fast-paths` runs) writes, whatever the text and however it is cut: the recovered
 calls, the prose, the reasoning and the finish.
 """
 
@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 
 from proxy.api.relay import frame
 from proxy.backends.sse_frames import UsageCounter
+from proxy.flow.fast_answer import FastCompletionTranslator
+from proxy.flow.fast_stream import FastSseTranslator
 from proxy.flow.translate import ChunkOut, CompletionTranslator, SseTranslator
 from proxy.transforms.response import build_pipeline
 from proxy.transforms.response.checks import SchemaCache
@@ -49,7 +51,13 @@ def _translator(plain: bool, reasoning: ReasoningPolicy, tool_format: str | None
                               parallel_tool_calls=None, schema_cache=SchemaCache(),
                               id_factory=lambda: next(ids))
     counter = UsageCounter({"messages": [{"role": "user", "content": "hi"}]}) if usage else None
-    return SseTranslator(pipeline, decode=True, plain=plain, usage=counter)
+    if plain:  # the fast paths, as a stream with tools takes them
+        return FastSseTranslator(pipeline, decode=True, usage=counter)
+    return SseTranslator(pipeline, usage=counter)  # the reference (--no-fast-paths)
+
+
+def _whole(pipeline: Any, plain: bool) -> CompletionTranslator:
+    return FastCompletionTranslator(pipeline) if plain else CompletionTranslator(pipeline)
 
 
 def _stream(pieces: list[str], finish: str) -> bytes:
@@ -187,7 +195,7 @@ def _whole_answer(plain: bool, reasoning: ReasoningPolicy, tool_format: str | No
     pipeline = build_pipeline(client_tools=_tools(), profile=profile, plan=plan,
                               parallel_tool_calls=None, schema_cache=SchemaCache(),
                               id_factory=lambda: next(ids))
-    translator = CompletionTranslator(pipeline, plain=plain)
+    translator = _whole(pipeline, plain)
     top = {k: v for k, v in {**BASE, "object": "chat.completion"}.items()
            if k not in shape.get("left_out", ())}
     choice = {"index": 0, "message": {"role": "assistant", "content": text, **shape.get(
@@ -294,7 +302,7 @@ def test_a_plain_whole_answer_s_end_goes_through_no_stage() -> None:
                                   schema_cache=SchemaCache(), id_factory=lambda: "call_x")
         fed: list[Any] = []
         pipeline.feed = _recording(pipeline.feed, fed)  # type: ignore[method-assign]
-        translator = CompletionTranslator(pipeline)
+        translator = FastCompletionTranslator(pipeline)
         completion = {**BASE, "object": "chat.completion", "choices": [
             {"index": 0, "message": {"role": "assistant", "content": "Sunny."},
              "finish_reason": finish}]}
@@ -316,7 +324,7 @@ def test_a_plain_whole_answer_skips_the_stages_rebuilding() -> None:
         pipeline = build_pipeline(client_tools=_tools(), profile=Profile(model="qwen3:8b"),
                                   plan=Plan(), parallel_tool_calls=None,
                                   schema_cache=SchemaCache(), id_factory=lambda: next(ids))
-        translator = CompletionTranslator(pipeline, plain=plain)
+        translator = _whole(pipeline, plain)
         body = orjson.dumps({**BASE, "object": "chat.completion", "choices": [
             {"index": 0, "message": {"role": "assistant", "content": text},
              "finish_reason": "stop"}]})
@@ -357,7 +365,7 @@ def test_a_plain_whole_answer_is_handed_on_as_it_came_and_a_changed_one_is_not()
     ):
         completion = {**body, "choices": [{**body["choices"][0],
                                            "message": {**message, **changed}}]}
-        translator = CompletionTranslator(build_pipeline(
+        translator = FastCompletionTranslator(build_pipeline(
             client_tools=_tools(), profile=Profile(model="qwen3:8b"), plan=Plan(),
             parallel_tool_calls=None, schema_cache=SchemaCache(), id_factory=lambda: "c"))
         raw = orjson.dumps(completion)

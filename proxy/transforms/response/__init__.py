@@ -30,12 +30,13 @@ class ResponsePipeline:
         self.assembly = assembly
         """the last stage, whose call counts the flow reports."""
         hooked: list[PlainHooks] = [s for s in self.stages if isinstance(s, PlainHooks)]
-        self.knows_plain = len(hooked) == len(self.stages)
-        """every stage has the fast paths' hooks (`PlainHooks`): only then may a stream's
-        plain events skip the stages unread (`FastSseTranslator(decode=False)`)."""
-        self._hooked: list[PlainHooks] = hooked if self.knows_plain else [PlainHooks()]
+        self._hooked = hooked if len(hooked) == len(self.stages) else [PlainHooks()]
         """what the `passes_plain*` questions ask: a stage without the hooks can vouch
         for nothing, so then one that refuses everything stands for them all."""
+        self.knows_plain = all(type(s).plain_ok is not PlainHooks.plain_ok for s in hooked) \
+            and hooked is self._hooked
+        """every stage answers the fast paths' hooks itself: only then may a stream's
+        plain events skip the stages unread (`FastSseTranslator(decode=False)`)."""
 
     def feed(self, chunk: Chunk) -> list[Chunk]:
         out = [chunk]

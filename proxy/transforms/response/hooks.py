@@ -4,7 +4,7 @@ A stage is `types.Stage` (`feed`, `flush`, `observations`). The translator's
 fast paths (proxy/flow/fast_stream.py, fast_answer.py) skip feeding a chunk
 when every stage vouches that `feed` would pass it unchanged; a stage vouches
 by overriding these hooks. The defaults vouch for nothing, so a stage that
-inherits them, or a stage without them (`ResponsePipeline.knows_plain`), makes
+keeps them, or a stage without them (`ResponsePipeline.knows_plain`), makes
 the fast paths feed it every chunk: slower, never wrong.
 
 Must not: hold state of its own; every answer here is the stage's to give.
