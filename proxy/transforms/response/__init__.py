@@ -10,7 +10,7 @@ Each stage is sans-IO: `feed(chunk) -> chunks`, `flush() -> chunks`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from proxy.formats import DEFAULT_EMULATE_FORMAT
 from proxy.formats.base import tool_schemas
@@ -29,14 +29,14 @@ class ResponsePipeline:
         self.stages = [*stages, assembly]
         self.assembly = assembly
         """the last stage, whose call counts the flow reports."""
-        hooked: list[PlainHooks] = [s for s in self.stages if isinstance(s, PlainHooks)]
-        self._hooked = hooked if len(hooked) == len(self.stages) else [PlainHooks()]
-        """what the `passes_plain*` questions ask: a stage without the hooks can vouch
-        for nothing, so then one that refuses everything stands for them all."""
-        self.knows_plain = all(type(s).plain_ok is not PlainHooks.plain_ok for s in hooked) \
-            and hooked is self._hooked
-        """every stage answers the fast paths' hooks itself: only then may a stream's
-        plain events skip the stages unread (`FastSseTranslator(decode=False)`)."""
+        self._hooked = cast("list[PlainHooks]", self.stages)
+        """what the `passes_plain*` questions ask: the stages themselves when each has
+        the hooks; a stage without them can vouch for nothing, so then one that
+        refuses everything stands for them all."""
+        for stage in self.stages:
+            if not isinstance(stage, PlainHooks):
+                self._hooked = [PlainHooks()]
+                break
 
     def feed(self, chunk: Chunk) -> list[Chunk]:
         out = [chunk]
@@ -97,6 +97,14 @@ class ResponsePipeline:
         for stage in stages:
             stage.take_plain_end()
         return True
+
+    @property
+    def knows_plain(self) -> bool:
+        """Every stage answers the fast paths' hooks itself: only then may a stream's
+        plain events skip the stages unread (`FastSseTranslator(decode=False)`)."""
+        own = PlainHooks.plain_ok
+        return all(isinstance(stage, PlainHooks) and type(stage).plain_ok is not own
+                   for stage in self.stages)
 
     @property
     def observations(self) -> list[Observation]:
