@@ -168,7 +168,7 @@ def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
 
 def _trivial(chat: ChatRequest, profile: Profile) -> bool:
     """No stage has work unless a tool call shows up: the fast path may relay bytes."""
-    # reasoning: a stream is sniffed (flow/translate.py), unless it starts inside reasoning
+    # reasoning: a stream is sniffed (flow/fast_stream.py), unless it starts inside reasoning
     return not chat.get("tools") and not profile.starts_in_reasoning
 
 
