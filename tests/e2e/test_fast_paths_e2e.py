@@ -99,12 +99,46 @@ async def test_the_setting_takes_effect_where_only_the_json_spelling_differs(
     assert fast != reference and _respelled(fast, stream) == _respelled(reference, stream)
 
 
-CALL_ID = re.compile(rb"call_[0-9a-f]{24}")
+DOORS: list[tuple[str, dict[str, Any]]] = [
+    ("/v1/responses", {"model": "qwen3:8b", "input": "Weather?"}),
+    ("/v1/messages", {"model": "qwen3:8b", "max_tokens": 100,
+                      "messages": [{"role": "user", "content": "Weather?"}]}),
+    ("/v1beta/models/qwen3:8b:generateContent",
+     {"contents": [{"role": "user", "parts": [{"text": "Weather?"}]}]}),
+]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize(("path", "body"), DOORS, ids=["responses", "messages", "gemini"])
+async def test_every_door_gets_the_same_bytes_from_the_same_reads(
+        fake: FakeOllama, pair: tuple[httpx.AsyncClient, httpx.AsyncClient], stream: bool,
+        path: str, body: dict[str, Any]) -> None:
+    # The Messages and Gemini writers merge the text of one read's events, so what
+    # they write follows where the upstream's reads end: the stream comes in one write
+    # here, the same read for both apps. Ids and timestamps are made per answer.
+    frames = fake._frames("qwen3:8b", Reply(content=PROSE), include_usage=False)
+    fake.reply("qwen3:8b", Reply(content=PROSE, raw_events=[b"".join(frames)]))
+    if path.endswith("generateContent"):
+        path = path.replace("generate", "streamGenerate") + "?alt=sse" if stream else path
+    else:
+        body = {**body, "stream": stream}
+    out = []
+    for http in pair:
+        response = await http.post(path, json=body)
+        assert response.status_code == 200, response.text
+        out.append(_ids_out(response.content))
+    assert out[0] == out[1]
+    assert b"Rain tomorrow." in out[0]
+
+
+MADE = re.compile(rb'call_[0-9a-f]{24}|(resp|msg)_[0-9a-f]{24,32}|"responseId":"[\w-]+"'
+                  rb'|"(created_at|completed_at)":\d+')
 
 
 def _ids_out(body: bytes) -> bytes:
-    """The body with the call ids toolshim made (`services.new_call_id`) made equal."""
-    return CALL_ID.sub(b"call_made", body)
+    """The body with the ids and times toolshim makes per answer (`services.new_call_id`,
+    the doors' response and message ids) made equal."""
+    return MADE.sub(b"made", body)
 
 
 def _respelled(body: bytes, stream: bool) -> bytes:
