@@ -11,7 +11,11 @@ This is the whole behaviour, one event at a time: every chunk decoded, checked
 and fed through the stages. The fast paths (`fast_stream`, `fast_answer`)
 subclass it and skip work where the stages vouch nothing would change; with
 `--no-fast-paths` these classes run alone, and the client must get the same
-bytes either way (tests/flow/test_translate_fast_path.py and its siblings).
+bytes either way (tests/flow/test_translate_fast_path.py and its siblings),
+but where the relay judges events by their bytes, by design: what it relays
+keeps the upstream's JSON spelling and is checked for its shape no further
+(`plain.relay_as_is`), and a stream that does not open with reasoning keeps a
+later `<think>` in its content (`fast_stream`).
 
 Out come chunks: a dict here; on the fast paths also the chunk's JSON `bytes`
 as the upstream sent them, or a whole read of such events in their SSE
