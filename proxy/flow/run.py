@@ -5,8 +5,9 @@ released once by `aclose()`), `UpstreamTurn` (one upstream turn's answer as
 batches of chunks, from `proxy.flow.translate`: a `turn.Turn`), and `ChatRun`
 (what the client-facing route holds: headers known before the first byte, the
 chunks, and the accounting at `aclose()`: call counts, observations, telemetry,
-the request's status). Everything that decides what the chunks say lives in the translator
-and the response stages; this module only loops, feeds, yields and closes.
+the request's status). Everything that decides what the chunks say lives in the
+translator and the response stages; this module only loops, feeds, yields and
+closes.
 
 Must not: know the client's wire format (SSE or JSON: the routes encode), or
 decide retries (chat.send_with_retry drives the pure policy in retry.py).
@@ -256,7 +257,7 @@ class ChatRun:
 
     def verbatim(self) -> bytes | None:
         """After `batches()`: the upstream's whole answer as it came, if the chunks
-        are exactly it (`UpstreamTurn.verbatim`), else None."""
+        are exactly it (`Turn.verbatim`), else None."""
         return self.turn.verbatim()
 
     async def batches(self, direct: DirectWriter | None = None,
