@@ -76,6 +76,8 @@ class Settings(BaseModel):
     """how many finished requests the console keeps in memory."""
     min_validation: float | None = Field(None, ge=0, le=1)
     """send tools-off to models whose recorded validation passed/total is below this."""
+    fast_paths: bool = True
+    """off: every answer read by the reference translators alone (to bisect a fast-path bug)."""
 
     @field_validator("redis_url")
     @classmethod
@@ -227,10 +229,11 @@ ENV_NAMES: Mapping[str, str] = {
     "admin_keys": "TOOLSHIM_ADMIN_KEYS",
     "allowed_hosts": "TOOLSHIM_ALLOWED_HOSTS",
     "aliases": "TOOLSHIM_ALIASES",
+    "fast_paths": "TOOLSHIM_FAST_PATHS",
 }
 _LISTS = {"upstreams", "api_keys", "admin_keys", "allowed_hosts"}
 _PAIRS = {"routes", "upstream_key_envs", "upstream_kinds", "upstream_transports", "aliases"}
-_BOOLS = {"protect_metrics", "probe", "log_prompts", "shared_limits"}
+_BOOLS = {"protect_metrics", "probe", "log_prompts", "shared_limits", "fast_paths"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -325,6 +328,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--allowed-hosts", dest="allowed_hosts", action="append", metavar="NAMES",
         help="Host names answered on a loopback address besides localhost, 127.0.0.1 and "
              "[::1]; comma-separated, repeatable (TOOLSHIM_ALLOWED_HOSTS)")
+    add("--no-fast-paths", dest="fast_paths", action="store_false", default=None,
+        help="read every answer the reference way, to bisect a suspected fast-path bug; "
+             "the client gets the same bytes, slower (TOOLSHIM_FAST_PATHS=0)")
 
 
 def _from_env(name: str, raw: str) -> object:

@@ -152,7 +152,10 @@ class Plan:
 
 
 class Stage(Protocol):
-    """A sans-IO response stage (or a pipeline of them): chunks in, chunks out."""
+    """A sans-IO response stage (or a pipeline of them): chunks in, chunks out.
+
+    All a stage needs. The translator's fast paths ask more of the stages that can
+    vouch a chunk would pass unchanged: `transforms.response.hooks.PlainHooks`."""
 
     @property
     def observations(self) -> list[Observation]: ...
@@ -160,32 +163,3 @@ class Stage(Protocol):
     def feed(self, chunk: Chunk) -> list[Chunk]: ...
 
     def flush(self) -> list[Chunk]: ...
-
-    def plain_ok(self, text: str) -> bool:
-        """Would `feed` pass a chunk whose only delta is `{"content": text}` on unchanged,
-        holding nothing? Pure: asking changes no state."""
-        ...
-
-    def take_plain(self, chunk: Chunk, text: str) -> None:
-        """Note such a chunk as `feed` would, without building any output (after
-        `plain_ok` said yes for every stage): the translator relays its bytes.
-        Notes compose: `take_plain(a, x)` then `take_plain(b, y)` leaves the state
-        `take_plain(b, x + y)` leaves."""
-        ...
-
-    def plain_run_ok(self, texts: list[str], joined: str) -> int:
-        """How many of `texts`, from the first, `plain_ok` would say yes to in turn,
-        each noted before the next is asked (`joined` is their concatenation). May
-        say fewer when unsure, never more."""
-        ...
-
-    def plain_end_ok(self, finish_reason: str) -> bool:
-        """Would `feed` pass the chunk that ends the answer (choice 0 alone, an empty
-        delta, this finish reason, no usage) on unchanged, and `flush` after it add
-        nothing? Pure; asked whatever was fed or taken before."""
-        ...
-
-    def take_plain_end(self) -> None:
-        """Note that end as `feed` and `flush` would (after `plain_end_ok` said yes for
-        every stage): the translator relays the chunk as it is."""
-        ...

@@ -75,3 +75,16 @@ def test_upstream_kind_and_ollama_default_ctx() -> None:
     assert load_settings(_args(), {}).ollama_default_ctx == 4096
     with pytest.raises(SettingsError, match="TOOLSHIM_UPSTREAM_KIND"):
         load_settings(_args(), {"TOOLSHIM_UPSTREAM_KIND": "http://a:1=vllm"})
+
+
+@pytest.mark.parametrize(("argv", "env", "fast"), [
+    ((), {}, True),
+    (("--no-fast-paths",), {}, False),
+    ((), {"TOOLSHIM_FAST_PATHS": "0"}, False),
+    ((), {"TOOLSHIM_FAST_PATHS": "false"}, False),
+    ((), {"TOOLSHIM_FAST_PATHS": "off"}, False),
+    ((), {"TOOLSHIM_FAST_PATHS": "1"}, True),
+    (("--no-fast-paths",), {"TOOLSHIM_FAST_PATHS": "on"}, False),  # the flag wins
+])
+def test_fast_paths_switch(argv: tuple[str, ...], env: dict[str, str], fast: bool) -> None:
+    assert load_settings(_args(*argv), env).fast_paths is fast

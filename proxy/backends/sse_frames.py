@@ -118,7 +118,7 @@ class UsageCounter:
 
     def observe_frames(self, body: bytes, events: int) -> None:
         """`observe` for a whole read of `events` plain events, framing included
-        (`data: {...}` lines, no tool calls: translate._plain_frames), looked at later.
+        (`data: {...}` lines, no tool calls: flow.plain.plain_frames), looked at later.
 
         Most backends send the usage chunk themselves, as the last event of the
         stream: then nothing had to be counted, and `missing()` finds it without

@@ -14,11 +14,11 @@ The seam every client dialect (api/) and multi-turn feature builds on:
   chunk received before it, never after a made-up finish), `await run.aclose()`
   (idempotent; accounts the request),
   then `run.summary` (`RunSummary`: status, error, call counts).
-- `open_turn(ex, chat, profile, upstream) -> Turn`: ONE upstream turn (a
+- `open_turn(ex, chat, profile, upstream) -> UpstreamTurn`: ONE upstream turn (a
   limiter slot, the retry ladder of `send_with_retry`, the response stages);
   call it again for a further turn, and `aclose()` each turn.
 - The fast path (no tools offered, reasoning passed through) is
-  `proxy.flow.translate._relay_as_is`: such chunks travel as the upstream's
+  `proxy.flow.plain.relay_as_is`: such chunks travel as the upstream's
   JSON bytes (a whole read of them as `SseFrames`), decoded only by readers that
   need dicts (`as_chunks`).
 
@@ -49,7 +49,7 @@ from proxy.flow.ahead import Ahead
 from proxy.flow.correct import CorrectingTurn
 from proxy.flow.exchange import Exchange
 from proxy.flow.retry import below_min_validation, initial_plan, next_plan, rung_name
-from proxy.flow.run import ChatRun, Turn, UpstreamCall
+from proxy.flow.run import ChatRun, UpstreamCall, UpstreamTurn
 from proxy.flow.send import Offered, send_chat
 from proxy.flow.server_loop import offered_server_tools, server_tool_run
 from proxy.scopes import cancel_scope
@@ -73,8 +73,8 @@ async def run_chat(ex: Exchange, chat: ChatRequest) -> ChatRun:
     if svc.server_tools is not None:  # server-side tools: flow/server_loop.py
         svc.server_tools.sync(svc.store.capabilities().server_tools)
         if server := offered_server_tools(svc.server_tools, chat, profile):
-            return await server_tool_run(ex, chat, profile, upstream, svc.server_tools, server,
-                                         open_turn)
+            return await server_tool_run(ex, chat, profile, svc.server_tools, server,
+                                         lambda c: open_turn(ex, c, profile, upstream))
     turn = await open_turn(ex, chat, profile, upstream)
     if profile.invalid_tool_calls == "correct" and chat.get("tools"):  # flow/correct.py
         turn = CorrectingTurn(ex, chat, profile, turn, lambda c: open_turn(ex, c, profile, upstream))
@@ -92,7 +92,7 @@ def aliased(ex: Exchange, chat: ChatRequest) -> ChatRequest:
 
 
 async def open_turn(ex: Exchange, chat: ChatRequest, profile: Profile,
-                    upstream: Upstream) -> Turn:
+                    upstream: Upstream) -> UpstreamTurn:
     """One upstream turn: a limiter slot, the retry ladder, the response stages.
 
     The turn owns its upstream call from here; the caller must `aclose()` it.
@@ -110,8 +110,9 @@ async def open_turn(ex: Exchange, chat: ChatRequest, profile: Profile,
         with cancel_scope(shield=True):  # also when the client left
             await call.aclose()
         raise
-    return Turn(call, pipeline, decode=not (ex.record.stream and _trivial(chat, profile)),
-                tap=ex.tap, usage=sent if wants_usage(chat) else None)
+    return UpstreamTurn(call, pipeline, decode=not (ex.record.stream and _trivial(chat, profile)),
+                        fast=svc.settings.fast_paths, tap=ex.tap,
+                        usage=sent if wants_usage(chat) else None)
 
 
 def first_plan(ex: Exchange, chat: ChatRequest, profile: Profile) -> Plan:
@@ -154,7 +155,7 @@ def _log_prompt(ex: Exchange, chat: ChatRequest) -> None:
 
 def _trivial(chat: ChatRequest, profile: Profile) -> bool:
     """No stage has work unless a tool call shows up: the fast path may relay bytes."""
-    # reasoning: a stream is sniffed (flow/translate.py), unless it starts inside reasoning
+    # reasoning: a stream is sniffed (flow/fast_stream.py), unless it starts inside reasoning
     return not chat.get("tools") and not profile.starts_in_reasoning
 
 

@@ -22,28 +22,26 @@ Must not: decide retries (open_turn does), or know the client's wire format.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange
-from proxy.flow.run import DirectWriter, Turn
+from proxy.flow.run import UpstreamTurn
 from proxy.flow.translate import ChunkOut, as_chunks
+from proxy.flow.turn import DirectWriter, OpenTurn, Turn
 from proxy.formats.base import tool_schemas
 from proxy.transforms.response.correction import Problem, Rejected, correction_messages
 from proxy.types import ChatRequest, Chunk, Observation, Profile
 
-OpenTurn = Callable[[ChatRequest], Awaitable[Turn]]
-"""Opens one further upstream turn for a request (chat.open_turn, bound)."""
 
-
-class CorrectingTurn(Turn):
+class CorrectingTurn(UpstreamTurn):
     """The first turn, its calls held until checked; corrections when they fail."""
 
-    def __init__(self, ex: Exchange, chat: ChatRequest, profile: Profile, first: Turn,
+    def __init__(self, ex: Exchange, chat: ChatRequest, profile: Profile, first: UpstreamTurn,
                  open_again: OpenTurn) -> None:
-        super().__init__(first.call, first.pipeline, decode=first.decode, tap=first.tap,
-                         usage=first.usage)
+        super().__init__(first.call, first.pipeline, decode=first.decode, fast=first.fast,
+                         tap=first.tap, usage=first.usage)
         self.ex, self.chat, self.profile = ex, chat, profile
         self._open_again = open_again
         self._offered = tool_schemas(chat.get("tools") or [])

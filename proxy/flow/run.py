@@ -1,12 +1,13 @@
 """The I/O driver: one upstream call read through a translator, and the run around it.
 
 Owns: `UpstreamCall` (the open response and the limiter slot it holds,
-released once by `aclose()`), `Turn` (one upstream turn's answer as batches of
-chunks, from `proxy.flow.translate`), and `ChatRun` (what the client-facing
-route holds: headers known before the first byte, the chunks, and the
-accounting at `aclose()`: call counts, observations, telemetry, the request's
-status). Everything that decides what the chunks say lives in the translator
-and the response stages; this module only loops, feeds, yields and closes.
+released once by `aclose()`), `UpstreamTurn` (one upstream turn's answer as
+batches of chunks, from `proxy.flow.translate`: a `turn.Turn`), and `ChatRun`
+(what the client-facing route holds: headers known before the first byte, the
+chunks, and the accounting at `aclose()`: call counts, observations, telemetry,
+the request's status). Everything that decides what the chunks say lives in the
+translator and the response stages; this module only loops, feeds, yields and
+closes.
 
 Must not: know the client's wire format (SSE or JSON: the routes encode), or
 decide retries (chat.send_with_retry drives the pure policy in retry.py).
@@ -17,7 +18,6 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import httpx
 
@@ -26,12 +26,15 @@ from proxy.backends.sse_frames import UsageCounter
 from proxy.backends.upstream import Upstream, body_stream, transport_error
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, toolshim_headers
+from proxy.flow.fast_answer import FastCompletionTranslator
+from proxy.flow.fast_stream import FastSseTranslator
 from proxy.flow.translate import (
     ChunkOut,
     CompletionTranslator,
     SseTranslator,
     Translator,
 )
+from proxy.flow.turn import DirectWriter, Turn
 from proxy.observability.tap import Tap
 from proxy.scopes import cancel_scope
 from proxy.state.limits import Limiter
@@ -78,10 +81,11 @@ class UpstreamCall:
         return True
 
 
-class Turn:
+class UpstreamTurn:
     """One upstream turn: the call's answer, translated, as batches of chunks.
 
-    `decode=False` lets an SSE answer take the translator's fast path.
+    `fast=False` (`--no-fast-paths`) reads it with the reference translators
+    alone; `decode=False` lets an SSE answer take the relay fast path.
     `usage` (the client asked for `stream_options.include_usage`) makes the
     translator add the usage chunk a backend left out.
     `own_s` is the proxy's own time on the turn (translating), so the rest of
@@ -89,10 +93,11 @@ class Turn:
     """
 
     def __init__(self, call: UpstreamCall, pipeline: ResponsePipeline, *, decode: bool,
-                 tap: Tap | None = None, usage: JSON | None = None) -> None:
+                 fast: bool = True, tap: Tap | None = None, usage: JSON | None = None) -> None:
         self.call = call
         self.pipeline = pipeline
         self.decode = decode
+        self.fast = fast
         self.tap = tap
         """the console's view of the raw answer (a bench capture), when asked for."""
         self.usage = usage
@@ -109,9 +114,12 @@ class Turn:
     def _translator(self, response: httpx.Response) -> Translator:
         if "event-stream" in response.headers.get("content-type", ""):
             usage = UsageCounter(self.usage) if self.usage is not None else None
-            return SseTranslator(self.pipeline, decode=self.decode, plain=True, usage=usage)
+            if self.fast:
+                return FastSseTranslator(self.pipeline, decode=self.decode, usage=usage)
+            return SseTranslator(self.pipeline, usage=usage)
         # A non-stream answer, or a backend that ignored stream=true: the same chunks.
-        return CompletionTranslator(self.pipeline)
+        return FastCompletionTranslator(self.pipeline) if self.fast \
+            else CompletionTranslator(self.pipeline)
 
     async def batches(self, direct: DirectWriter | None = None,
                       ) -> AsyncIterator[list[ChunkOut]]:
@@ -176,20 +184,6 @@ class Turn:
         return self.call.close_now()
 
 
-class DirectWriter(Protocol):
-    """Where a stream's batches can be written without a task (the client route's).
-
-    `write` runs in the upstream's read callback: True once the batch is written,
-    False if it is left pending (the client's socket is full); `flush` then
-    finishes it, in the task. `first_at` is when the first batch was written."""
-
-    first_at: float | None
-
-    def write(self, batch: list[ChunkOut]) -> bool: ...
-
-    async def flush(self) -> None: ...
-
-
 class _Pushed:
     """A turn's answer translated and written from the upstream's read callback.
 
@@ -200,7 +194,7 @@ class _Pushed:
 
     __slots__ = ("direct", "error", "translator", "turn", "wait_pushed")
 
-    def __init__(self, turn: Turn, translator: Translator, direct: DirectWriter,
+    def __init__(self, turn: UpstreamTurn, translator: Translator, direct: DirectWriter,
                  wait_pushed: Callable[[Callable[[bytes], bool]], Awaitable[None]]) -> None:
         self.turn = turn
         self.translator = translator
@@ -268,7 +262,7 @@ class ChatRun:
 
     async def batches(self, direct: DirectWriter | None = None,
                       ) -> AsyncIterator[list[ChunkOut]]:
-        """The turn's batches (`direct`: see `Turn.batches`; a turn that holds or
+        """The turn's batches (`direct`: see `UpstreamTurn.batches`; a turn that holds or
         rewrites its answer yields everything)."""
         try:
             async for batch in self.turn.batches(direct):

@@ -6,8 +6,8 @@ schema rewrites and emulate treat them like the client's), holding every
 tool-call delta until a turn ends, running the server calls (concurrently,
 with SSE keep-alives while they run), asking again, and letting through only
 the final turn: its content as it arrives, its client calls after the
-response checks. `LoopTurn` quacks like `proxy.flow.run.Turn`, so `ChatRun`
-drives it unchanged.
+response checks. `LoopTurn` is a `proxy.flow.turn.Turn`, so `ChatRun` drives
+it unchanged.
 
 Must not: send a server-tool call to the client, or log arguments or results
 (only names, outcomes and durations).
@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
-from proxy.backends.upstream import Upstream
 from proxy.flow.exchange import Exchange
-from proxy.flow.run import ChatRun, DirectWriter, Turn
+from proxy.flow.run import ChatRun
 from proxy.flow.translate import ChunkOut, as_chunks
+from proxy.flow.turn import DirectWriter, OpenTurn, Turn
 from proxy.server_tools.host import ToolHost
 from proxy.server_tools.kept import history_call_ids
 from proxy.server_tools.loop import (
@@ -40,7 +40,6 @@ from proxy.sse import KEEPALIVE
 from proxy.transforms.response import ResponsePipeline
 from proxy.types import ChatRequest, Chunk, Profile
 
-OpenTurn = Callable[[Exchange, ChatRequest, Profile, Upstream], Awaitable[Turn]]
 KEEPALIVE_EVERY = 5.0
 """seconds between keep-alives while server tools run (clients and proxies time out ~30-60 s)."""
 
@@ -54,12 +53,11 @@ def offered_server_tools(host: ToolHost | None, chat: ChatRequest,
     return [t for t in host.offered(profile.server_tools) if t["function"]["name"] not in client]
 
 
-async def server_tool_run(ex: Exchange, chat: ChatRequest, profile: Profile, upstream: Upstream,
-                          host: ToolHost, server: list[dict[str, Any]],
-                          open_turn: OpenTurn) -> ChatRun:
-    loop = LoopTurn(ex, chat, profile, upstream, host, server, open_turn)
+async def server_tool_run(ex: Exchange, chat: ChatRequest, profile: Profile, host: ToolHost,
+                          server: list[dict[str, Any]], open_turn: OpenTurn) -> ChatRun:
+    loop = LoopTurn(ex, chat, profile, host, server, open_turn)
     await loop.start()
-    return ServerToolRun(ex, loop)  # type: ignore[arg-type]
+    return ServerToolRun(ex, loop)
 
 
 class ServerToolRun(ChatRun):
@@ -74,9 +72,9 @@ class ServerToolRun(ChatRun):
 class LoopTurn:
     """Several upstream turns read as one (`batches()`, `aclose()`, `pipeline`, `own_s`)."""
 
-    def __init__(self, ex: Exchange, chat: ChatRequest, profile: Profile, upstream: Upstream,
-                 host: ToolHost, server: list[dict[str, Any]], open_turn: OpenTurn) -> None:
-        self.ex, self.profile, self.upstream, self.host = ex, profile, upstream, host
+    def __init__(self, ex: Exchange, chat: ChatRequest, profile: Profile, host: ToolHost,
+                 server: list[dict[str, Any]], open_turn: OpenTurn) -> None:
+        self.ex, self.profile, self.host = ex, profile, host
         self.open_turn = open_turn
         self.server_names = {t["function"]["name"] for t in server}
         # Only this client's set-aside parts, each used once: another key naming
@@ -101,10 +99,10 @@ class LoopTurn:
         return self.closed_own_s + (self.turn.own_s if self.turn is not None else 0.0)
 
     async def start(self) -> None:
-        self.turn = await self.open_turn(self.ex, self.chat, self.profile, self.upstream)
+        self.turn = await self.open_turn(self.chat)
 
     def verbatim(self) -> None:
-        return None  # the client's answer is built from several turns (`Turn.verbatim`)
+        return None  # the client's answer is built from several turns
 
     def close_now(self) -> bool:
         return self.turn is None or self.turn.close_now()
@@ -180,7 +178,7 @@ class LoopTurn:
         await old.aclose()
         self.chat = {**self.chat, "messages": self.messages}
         # The old turn stays in place (closed, idempotent) if opening the next one fails.
-        self.turn = await self.open_turn(self.ex, self.chat, self.profile, self.upstream)
+        self.turn = await self.open_turn(self.chat)
         self.ex.observations.extend(old.pipeline.observations)
         self.closed_own_s += old.own_s
 

@@ -16,6 +16,7 @@ from proxy.backends.sse_frames import (
     estimate_tokens,
     prompt_chars,
 )
+from proxy.flow.fast_stream import FastSseTranslator
 from proxy.flow.translate import SseTranslator, as_chunks
 from proxy.sse import SseDecoder
 from proxy.transforms.response import build_pipeline
@@ -81,15 +82,16 @@ REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content"
 PROMPT = estimate_tokens(prompt_chars(REQUEST))
 
 
-def _fill(data: bytes, cuts: list[int], decode: bool = False,
+def _fill(data: bytes, cuts: list[int], decode: bool | None = False,
           reasoning: ReasoningPolicy = "pass") -> list[Any]:
     """What the client gets: the stream through the translator that counts usage
-    (on the fast path, sniffing with `move`, or decoding every event)."""
+    (on the fast path, sniffing with `move`, or decoding every event; `decode=None`:
+    the reference decoder alone, as with `--no-fast-paths`)."""
     pipeline = build_pipeline(client_tools=[], profile=Profile(model="m", reasoning=reasoning),
                               plan=Plan(), parallel_tool_calls=None,
                               schema_cache=SchemaCache(), id_factory=lambda: "call_1")
-    translator = SseTranslator(pipeline, decode=decode, plain=True,
-                               usage=UsageCounter(REQUEST))
+    translator = SseTranslator(pipeline, usage=UsageCounter(REQUEST)) if decode is None \
+        else FastSseTranslator(pipeline, decode=decode, usage=UsageCounter(REQUEST))
     bounds = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
     out = [c for a, b in itertools.pairwise(bounds) for c in translator.feed(data[a:b])]
     out += translator.end()
@@ -97,9 +99,11 @@ def _fill(data: bytes, cuts: list[int], decode: bool = False,
     return as_chunks(out)
 
 
-@given(st.lists(st.integers(min_value=0, max_value=10_000), max_size=8))
-def test_usage_added_once_at_the_end_however_the_bytes_are_cut(cuts: list[int]) -> None:
-    chunks = _fill(_stream(with_usage=False), cuts)
+@given(st.lists(st.integers(min_value=0, max_value=10_000), max_size=8),
+       st.sampled_from([False, True, None]))
+def test_usage_added_once_at_the_end_however_the_bytes_are_cut(cuts: list[int],
+                                                               decode: bool | None) -> None:
+    chunks = _fill(_stream(with_usage=False), cuts, decode)
     usage = [c["usage"] for c in chunks if "usage" in c]
     assert usage == [{"prompt_tokens": PROMPT, "completion_tokens": 3,
                       "total_tokens": PROMPT + 3}]
@@ -123,7 +127,7 @@ def test_no_usage_is_made_without_a_counter() -> None:
     pipeline = build_pipeline(client_tools=[], profile=Profile(model="m"), plan=Plan(),
                               parallel_tool_calls=None, schema_cache=SchemaCache(),
                               id_factory=lambda: "call_1")
-    translator = SseTranslator(pipeline, decode=False)
+    translator = FastSseTranslator(pipeline, decode=False)
     out = translator.feed(_stream(with_usage=False)) + translator.end()
     assert not any("usage" in c for c in as_chunks(out))
 
@@ -137,10 +141,10 @@ _DELTAS = st.sampled_from([
 
 
 @given(st.lists(_DELTAS, max_size=12), st.booleans(),
-       st.lists(st.integers(min_value=0, max_value=3_000), max_size=6), st.booleans(),
-       st.sampled_from(["pass", "move"]), st.booleans())
+       st.lists(st.integers(min_value=0, max_value=3_000), max_size=6),
+       st.sampled_from([False, True, None]), st.sampled_from(["pass", "move"]), st.booleans())
 def test_completion_tokens_are_the_chunks_that_generated(
-        deltas: list[dict[str, Any]], spaced: bool, cuts: list[int], decode: bool,
+        deltas: list[dict[str, Any]], spaced: bool, cuts: list[int], decode: bool | None,
         reasoning: ReasoningPolicy, null_usage: bool) -> None:
     # Compact (Ollama, llama.cpp) or spaced JSON, and `"usage": null` on every chunk
     # as the OpenAI spec has it for include_usage: the count must not depend on

@@ -1,7 +1,8 @@
 """The fast path and the full path give the client the same stream.
 
-`SseTranslator(decode=False)` relays plain chunks as the upstream's bytes;
-`decode=True` parses every chunk, runs it through the stages and re-encodes it.
+`FastSseTranslator(decode=False)` relays plain chunks as the upstream's bytes;
+the reference `SseTranslator` (all `--no-fast-paths` runs) parses every chunk,
+runs it through the stages and re-encodes it.
 Where both apply (no tools offered, reasoning passed through), the bytes the
 client receives must not depend on which one ran, however the upstream's bytes
 were cut into reads. With `reasoning: move` (the default) the fast path relays
@@ -22,13 +23,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.api.relay import frame
+from proxy.flow.fast_stream import FastSseTranslator
 from proxy.flow.translate import ChunkOut, SseTranslator
 from proxy.types import Profile, ReasoningPolicy
 
 
 def _translator(decode: bool, reasoning: ReasoningPolicy) -> SseTranslator:
-    return SseTranslator(response_pipeline(Profile(model="qwen3:8b", reasoning=reasoning)),
-                         decode=decode)
+    """`decode=False`: the relay fast path (a stream without tools, fast paths on);
+    True: the reference decoder, what the same stream gets with them off."""
+    pipeline = response_pipeline(Profile(model="qwen3:8b", reasoning=reasoning))
+    return SseTranslator(pipeline) if decode else FastSseTranslator(pipeline, decode=False)
 
 
 def _chunks(pieces: list[str], finish: str, usage: bool) -> list[dict[str, Any]]:

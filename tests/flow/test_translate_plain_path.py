@@ -1,10 +1,10 @@
 """With tools offered, plain content chunks skip the stages' rebuilding, not their view.
 
-`SseTranslator(plain=True)` decodes every chunk, but a chunk whose only delta
+`FastSseTranslator(decode=True)` decodes every chunk, but a chunk whose only delta
 is content that no stage would change (no marker, fence, line-start brace or
 reasoning tag in it, nothing held) goes out as the upstream's bytes, the
 stages having noted it. The client must receive exactly what the full path
-(`plain=False`) writes, whatever the text and however it is cut: the recovered
+(the reference `SseTranslator`, all `--no-fast-paths` runs) writes, whatever the text and however it is cut: the recovered
 calls, the prose, the reasoning and the finish.
 """
 
@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 
 from proxy.api.relay import frame
 from proxy.backends.sse_frames import UsageCounter
+from proxy.flow.fast_answer import FastCompletionTranslator
+from proxy.flow.fast_stream import FastSseTranslator
 from proxy.flow.translate import ChunkOut, CompletionTranslator, SseTranslator
 from proxy.transforms.response.completion import chunks_to_completion
 from proxy.types import Plan, Profile, ReasoningPolicy
@@ -42,7 +44,13 @@ def _translator(plain: bool, reasoning: ReasoningPolicy, tool_format: str | None
     profile = Profile(model="qwen3:8b", reasoning=reasoning, tool_format=tool_format)
     pipeline = response_pipeline(profile, _tools(), plan)
     counter = UsageCounter({"messages": [{"role": "user", "content": "hi"}]}) if usage else None
-    return SseTranslator(pipeline, decode=True, plain=plain, usage=counter)
+    if plain:  # the fast paths, as a stream with tools takes them
+        return FastSseTranslator(pipeline, decode=True, usage=counter)
+    return SseTranslator(pipeline, usage=counter)  # the reference (--no-fast-paths)
+
+
+def _whole(pipeline: Any, plain: bool) -> CompletionTranslator:
+    return FastCompletionTranslator(pipeline) if plain else CompletionTranslator(pipeline)
 
 
 def _stream(pieces: list[str], finish: str) -> bytes:
@@ -173,7 +181,7 @@ def _whole_answer(plain: bool, reasoning: ReasoningPolicy, tool_format: str | No
     shape = shape or {}
     profile = Profile(model="qwen3:8b", reasoning=reasoning, tool_format=tool_format)
     pipeline = response_pipeline(profile, _tools(), plan)
-    translator = CompletionTranslator(pipeline, plain=plain)
+    translator = _whole(pipeline, plain)
     top = {k: v for k, v in {**OLLAMA_HEAD, "object": "chat.completion"}.items()
            if k not in shape.get("left_out", ())}
     choice = {"index": 0, "message": {"role": "assistant", "content": text, **shape.get(
@@ -278,7 +286,7 @@ def test_a_plain_whole_answer_s_end_goes_through_no_stage() -> None:
         pipeline = response_pipeline(Profile(model="qwen3:8b"), _tools())
         fed: list[Any] = []
         pipeline.feed = _recording(pipeline.feed, fed)  # type: ignore[method-assign]
-        translator = CompletionTranslator(pipeline)
+        translator = FastCompletionTranslator(pipeline)
         completion = {**OLLAMA_HEAD, "object": "chat.completion", "choices": [
             {"index": 0, "message": {"role": "assistant", "content": "Sunny."},
              "finish_reason": finish}]}
@@ -297,7 +305,7 @@ def test_a_plain_whole_answer_skips_the_stages_rebuilding() -> None:
     for plain, deltas in ((True, [{"role": "assistant", "content": text}]),
                           (False, [{"role": "assistant"}, {"content": text}])):
         pipeline = response_pipeline(Profile(model="qwen3:8b"), _tools())
-        translator = CompletionTranslator(pipeline, plain=plain)
+        translator = _whole(pipeline, plain)
         body = orjson.dumps({**OLLAMA_HEAD, "object": "chat.completion", "choices": [
             {"index": 0, "message": {"role": "assistant", "content": text},
              "finish_reason": "stop"}]})
@@ -338,8 +346,8 @@ def test_a_plain_whole_answer_is_handed_on_as_it_came_and_a_changed_one_is_not()
     ):
         completion = {**body, "choices": [{**body["choices"][0],
                                            "message": {**message, **changed}}]}
-        translator = CompletionTranslator(response_pipeline(Profile(model="qwen3:8b"),
-                                                            _tools()))
+        translator = FastCompletionTranslator(response_pipeline(Profile(model="qwen3:8b"),
+                                                                _tools()))
         raw = orjson.dumps(completion)
         translator.feed(raw)
         translator.end()

@@ -7,7 +7,7 @@ about `size` characters that stress the scanners: runs of the format's own call
 cut off or broken, many complete calls, deep nesting, runs of `{` / `[` at line
 starts, unclosed strings, the format's markers repeated. `measure` times whole
 recovery (`proxy.formats.recover`), streamed recovery (`StreamRecovery` fed in
-small deltas) and the response stages (`build_pipeline` behind `SseTranslator`).
+small deltas) and the response stages (`build_pipeline` behind `FastSseTranslator`).
 
 Run as a script for the table: `python tests/formats/adversarial.py [format ...]`
 prints seconds per kind at 16, 64 and 256 KB and the 64->256 KB ratio (about 4
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 
 import orjson
 
-from proxy.flow.translate import SseTranslator
+from proxy.flow.fast_stream import FastSseTranslator
 from proxy.formats import FORMATS, recover
 from proxy.formats.base import ParsedCall
 from proxy.formats.stream import StreamRecovery
@@ -104,7 +104,7 @@ def pipeline_run(name: str, body: bytes) -> None:
     pipeline = build_pipeline(client_tools=CLIENT_TOOLS, profile=profile,
                               plan=Plan(tools="emulate"), parallel_tool_calls=None,
                               schema_cache=SchemaCache(), id_factory=lambda: next(ids))
-    translator = SseTranslator(pipeline, decode=True, plain=True)
+    translator = FastSseTranslator(pipeline, decode=True)
     for at in range(0, len(body), 4096):
         translator.feed(body[at : at + 4096])
     translator.end()

@@ -109,22 +109,37 @@ class MessageBuilder:
 
         The plain content events that open a whole read in Ollama's shape (most of a
         stream) are read for their texts alone (`plain_head`), without building every
-        chunk's dicts; the rest is decoded and fed as usual. The message is the same.
+        chunk's dicts; the rest is decoded and fed as usual. Neighbouring texts make one
+        text_delta across the batch's items, as `feed_all` makes them of its dicts: the
+        events do not depend on how the flow handed the chunks over (whole reads, bytes
+        one by one, or dicts with `--no-fast-paths`).
         """
         if len(batch) == 1 and not isinstance(batch[0], SseFrames):
             return self.feed_all(as_chunks(batch))
         events: list[Event] = []
+        texts: list[str] = []
         for item in batch:
-            if not isinstance(item, SseFrames):
-                events += self.feed_all(as_chunks([item]))
-                continue
-            end, texts = plain_head(item)
-            text = "".join(texts)
-            if text:
-                self._add("text", text, events)
-            if end < len(item):
-                events += self.feed_all(as_chunks([SseFrames(item[end:])]))
+            if isinstance(item, SseFrames):
+                end, head = plain_head(item)
+                texts += head
+                if end == len(item):
+                    continue
+                item = SseFrames(item[end:])
+            for piece in text_runs(as_chunks([item])):
+                if isinstance(piece, str):
+                    texts.append(piece)
+                else:
+                    self._add_texts(texts, events)
+                    events += self.feed(piece)
+        self._add_texts(texts, events)
         return events
+
+    def _add_texts(self, texts: list[str], events: list[Event]) -> None:
+        """The run of texts so far as one text_delta (none if empty); empties the run."""
+        text = "".join(texts)
+        texts.clear()
+        if text:
+            self._add("text", text, events)
 
     def finish(self) -> list[Event]:
         """Close the open block; `message_delta` with the stop reason, `message_stop`."""

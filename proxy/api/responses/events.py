@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proxy.api.responses.tools import CUSTOM, LOCAL_SHELL, chat_arguments, item_fields
-from proxy.flow.translate import plain_content
+from proxy.flow.plain import plain_content
 from proxy.types import JSON, Chunk, Message
 
 Event = dict[str, Any]

@@ -10,12 +10,13 @@ Each stage is sans-IO: `feed(chunk) -> chunks`, `flush() -> chunks`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from proxy.formats import DEFAULT_EMULATE_FORMAT
 from proxy.formats.base import tool_schemas
 from proxy.transforms.response.assembly import CallAssembly, CallCounts
 from proxy.transforms.response.checks import SchemaCache
+from proxy.transforms.response.hooks import PlainHooks
 from proxy.transforms.response.textcalls import TextCallRecovery
 from proxy.transforms.response.thinking import ThinkingSplit
 from proxy.types import Chunk, Observation, Plan, Profile, Stage, ToolDef
@@ -28,6 +29,14 @@ class ResponsePipeline:
         self.stages = [*stages, assembly]
         self.assembly = assembly
         """the last stage, whose call counts the flow reports."""
+        self._hooked = cast("list[PlainHooks]", self.stages)
+        """what the `passes_plain*` questions ask: the stages themselves when each has
+        the hooks; a stage without them can vouch for nothing, so then one that
+        refuses everything stands for them all."""
+        for stage in self.stages:
+            if not isinstance(stage, PlainHooks):
+                self._hooked = [PlainHooks()]
+                break
 
     def feed(self, chunk: Chunk) -> list[Chunk]:
         out = [chunk]
@@ -53,7 +62,7 @@ class ResponsePipeline:
     def passes_plain(self, chunk: Chunk, text: str) -> bool:
         """A content-only chunk no stage would change: noted by all of them, True;
         False (no state touched): it must go through `feed`."""
-        stages = self.stages
+        stages = self._hooked
         for stage in stages:
             if not stage.plain_ok(text):
                 return False
@@ -67,13 +76,13 @@ class ResponsePipeline:
         touched; the chunk after the last passed one must be asked alone)."""
         joined = "".join(texts)
         count = len(texts)
-        for stage in self.stages:
+        for stage in self._hooked:
             count = min(count, stage.plain_run_ok(texts, joined))
             if not count:
                 return 0
         if count < len(texts):
             joined = "".join(texts[:count])
-        for stage in self.stages:
+        for stage in self._hooked:
             stage.take_plain(chunks[count - 1], joined)
         return count
 
@@ -81,13 +90,21 @@ class ResponsePipeline:
         """The chunk ending the answer (choice 0 alone, an empty delta, this finish
         reason) no stage would change, with nothing to flush after it: noted by all of
         them (they are done), True; False: no state touched."""
-        stages = self.stages
+        stages = self._hooked
         for stage in stages:
             if not stage.plain_end_ok(finish_reason):
                 return False
         for stage in stages:
             stage.take_plain_end()
         return True
+
+    @property
+    def knows_plain(self) -> bool:
+        """Every stage answers the fast paths' hooks itself: only then may a stream's
+        plain events skip the stages unread (`FastSseTranslator(decode=False)`)."""
+        own = PlainHooks.plain_ok
+        return all(isinstance(stage, PlainHooks) and type(stage).plain_ok is not own
+                   for stage in self.stages)
 
     @property
     def observations(self) -> list[Observation]:

@@ -20,6 +20,7 @@ import orjson
 
 from proxy.formats.jsonish import loads_object, scan_json_value
 from proxy.transforms.response.checks import SchemaCache, check_call
+from proxy.transforms.response.hooks import PlainHooks
 from proxy.types import JSON, Chunk, InvalidPolicy, Observation, ObservationKind
 
 _CUT_OFF = ("length",)
@@ -74,7 +75,7 @@ class _Pending:
         return False
 
 
-class CallAssembly:
+class CallAssembly(PlainHooks):
     """Sans-IO stage: `feed(chunk) -> chunks`, `flush() -> chunks`."""
 
     def __init__(

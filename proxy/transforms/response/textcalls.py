@@ -18,12 +18,13 @@ import orjson
 from proxy.formats.base import ParsedCall
 from proxy.formats.stream import Item, StreamRecovery
 from proxy.transforms.response.choices import choice_zero, replace_choice
+from proxy.transforms.response.hooks import PlainHooks
 from proxy.types import JSON, Chunk, Observation
 
 _FIRST_INDEX = 100
 
 
-class TextCallRecovery:
+class TextCallRecovery(PlainHooks):
     """Sans-IO stage: `feed(chunk) -> chunks`, `flush() -> chunks`."""
 
     def __init__(

@@ -23,6 +23,7 @@ from proxy.formats.detect import (
     think_end,
 )
 from proxy.transforms.response.choices import choice_zero, replace_choice
+from proxy.transforms.response.hooks import PlainHooks
 from proxy.types import Chunk, Observation, ReasoningPolicy
 
 
@@ -126,7 +127,7 @@ class _Splitter:
         return ("", held) if self.inside else (held, "")
 
 
-class ThinkingSplit:
+class ThinkingSplit(PlainHooks):
     """Sans-IO stage: `feed(chunk) -> chunks`, `flush() -> chunks`."""
 
     def __init__(self, policy: ReasoningPolicy, *, starts_inside: bool = False) -> None:

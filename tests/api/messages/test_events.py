@@ -215,3 +215,29 @@ def test_plain_reads_are_taken_without_decoding() -> None:
     # a second later Ollama's `created` changes: that read goes the slow way
     later = ollama_event({"content": "z"}).replace(b"1755000000", b"1755000001")
     assert plain_head(SseFrames(read + later)) == (0, [])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_EVENTS, st.sampled_from(["frames", "bytes", "dict"]),
+                          st.booleans()), min_size=1, max_size=12))
+def test_a_batch_makes_the_same_events_however_the_flow_hands_its_chunks_over(
+        spec: list[tuple[bytes, str, bool]]) -> None:
+    # The fast paths hand whole reads (SseFrames), single events' bytes or dicts, in any
+    # mix; `--no-fast-paths` hands dicts only. The events must be the same.
+    from proxy.flow.translate import ChunkOut, as_chunks
+    from proxy.sse import SseFrames
+
+    batch: list[ChunkOut] = []
+    for event, form, joins in spec:
+        if form == "frames":
+            if joins and batch and isinstance(batch[-1], SseFrames):
+                batch[-1] = SseFrames(batch[-1] + event)
+            else:
+                batch.append(SseFrames(event))
+        else:
+            data = event[6:-2]
+            batch.append(data if form == "bytes" else orjson.loads(data))
+    handed = MessageBuilder("m", thinking=True, input_tokens=1, id_factory=lambda p: p)
+    decoded = MessageBuilder("m", thinking=True, input_tokens=1, id_factory=lambda p: p)
+    assert handed.feed_batch(batch) == decoded.feed_all(as_chunks(batch))
+    assert handed.finish() == decoded.finish()
