@@ -34,7 +34,7 @@ def to_messages(contents: list[Any]) -> list[Message]:
         if not isinstance(content, dict):
             raise bad(field, "a Content must be an object")
         role = content.get("role") or "user"
-        if role not in _ROLES:
+        if not isinstance(role, str) or role not in _ROLES:
             raise bad(f"{field}.role", f"must be user or model; got {role!r}")
         parts = content.get("parts")
         if not isinstance(parts, list):

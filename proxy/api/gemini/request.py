@@ -141,7 +141,7 @@ def _add_tools(chat: ChatRequest, tools: list[ToolDef], config: Any) -> None:
         raise bad("toolConfig.functionCallingConfig", "must be an object")
     config = camel(config)
     mode = config.get("mode", "MODE_UNSPECIFIED")
-    if mode not in _MODES:
+    if not isinstance(mode, str) or mode not in _MODES:
         raise bad("toolConfig.functionCallingConfig.mode",
                   f"must be AUTO, ANY, NONE or VALIDATED; got {mode!r}")
     choice: Any = _MODES[mode]
@@ -209,7 +209,7 @@ def _add_thinking(chat: ChatRequest, thinking: Any) -> bool:
     thinking = camel(thinking)
     level, budget = thinking.get("thinkingLevel"), thinking.get("thinkingBudget")
     if level is not None:
-        if level not in _LEVELS:
+        if not isinstance(level, str) or level not in _LEVELS:
             raise bad("generationConfig.thinkingConfig.thinkingLevel",
                       f"must be one of {', '.join(_LEVELS)}; got {level!r}")
         chat["reasoning_effort"] = _LEVELS[level]

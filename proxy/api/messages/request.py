@@ -162,7 +162,7 @@ def tool_choice(choice: JSON | None, names: set[str]) -> tuple[Any, bool | None]
         # A hosted tool's name: it was removed, and the choice goes with it.
         value: Any = {"type": "function", "function": {"name": name}} \
             if name in names else None
-    elif kind in _CHOICES:
+    elif isinstance(kind, str) and kind in _CHOICES:
         value = _CHOICES[kind]
     else:
         raise bad("tool_choice.type", f"must be auto, any, tool or none; got {kind!r}")

@@ -160,6 +160,8 @@ def tool_choice(choice: Any, names: set[str]) -> Any:
         if choice not in _CHOICE_MODES:
             raise bad("tool_choice", f"must be one of auto, none, required; got {choice!r}")
         return choice
+    if not isinstance(choice, dict):
+        raise bad("tool_choice", "must be a string or an object")
     if choice.get("type") in ("function", "custom"):
         name = choice.get("name")
         if not isinstance(name, str) or name not in names:
@@ -216,7 +218,8 @@ def _take_item(item: JSON, where: str, messages: list[Message]) -> None:
 
 
 def _message(item: JSON, where: str) -> Message:
-    role = _ROLES.get(item.get("role"))  # type: ignore[arg-type]
+    given = item.get("role")
+    role = _ROLES.get(given) if isinstance(given, str) else None
     if role is None:
         raise bad(f"{where}.role", f"unsupported role {item.get('role')!r}")
     content = item.get("content")
@@ -232,6 +235,8 @@ def _message(item: JSON, where: str) -> Message:
 
 def _part(part: Any, where: str) -> JSON:
     kind = part.get("type") if isinstance(part, dict) else None
+    if not isinstance(kind, str):
+        raise bad(f"{where}.type", "every content part needs a type")
     if kind in _TEXT_PARTS or kind == "refusal":
         text = part.get("text", part.get("refusal"))
         if not isinstance(text, str):
