@@ -45,7 +45,6 @@ class NativeStream:
         self.done = False
         self.failure: ApiError | None = None
         self.prompt_eval_count: int | None = None
-        self.eval_count: int | None = None
         self._tail = b""
 
     def feed(self, data: bytes) -> bytes:
@@ -116,7 +115,6 @@ class NativeStream:
         if obj.get("done"):
             self.done = True
             self.prompt_eval_count = _count(obj.get("prompt_eval_count"))
-            self.eval_count = _count(obj.get("eval_count"))
             out.append(self._chunk({}, finish_reason(obj.get("done_reason"), self.calls.count)))
             if self.include_usage:
                 out.append({**self.base, "choices": [], "usage": usage(obj)})

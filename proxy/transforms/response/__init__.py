@@ -14,6 +14,7 @@ from typing import Any
 
 from proxy.formats import DEFAULT_EMULATE_FORMAT
 from proxy.formats.base import tool_schemas
+from proxy.transforms.request.rename import reverse_rename
 from proxy.transforms.response.assembly import CallAssembly, CallCounts
 from proxy.transforms.response.checks import SchemaCache
 from proxy.transforms.response.textcalls import TextCallRecovery
@@ -108,7 +109,7 @@ def build_pipeline(
     id_factory: Callable[[], str],
 ) -> ResponsePipeline:
     offered = tool_schemas(client_tools)  # the client's schemas, as written
-    reverse = {upstream: client for client, upstream in profile.rename}
+    reverse = reverse_rename(profile)
     forward = dict(profile.rename)
     stages: list[Stage] = []
     if profile.reasoning != "pass":
