@@ -55,7 +55,7 @@ class NativeStream:
         self._tail = lines.pop()
         if len(lines) > 1:
             # A read of many lines (a fast stream) is decoded as one JSON array: one
-            # call instead of one per line (-20% of the translation). Lines that are each
+            # call instead of one per line. Lines that are each
             # a JSON value decode to exactly those; broken ones fail to join or join into
             # another count, and are then decoded one by one, which finds the bad one.
             try:

@@ -116,8 +116,7 @@ class WireTransport(httpx.AsyncBaseTransport):
 
     async def send(self, method: str, url: httpx.URL, headers: Mapping[str, str],
                    body: bytes | None, timeouts: Mapping[str, float | None]) -> httpx.Response:
-        """The hot path's call: plain headers in, no `httpx.Request` built (its cost is
-        per request: bench/README.md).
+        """The hot path's call: plain headers in, no `httpx.Request` built.
 
         The response has no `.request`. `headers` must hold no hop-by-hop ones
         (host and content-length are written here).

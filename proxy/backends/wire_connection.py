@@ -215,8 +215,8 @@ class Connection(asyncio.Protocol):
             self.waiter = None
 
     # One timer per connection, not one per wait: a stream waits once per piece, and a
-    # timer made and cancelled each time was a few microseconds of every piece. The
-    # timer, when it fires, ends the wait past its deadline or sets itself again.
+    # timer made and cancelled for each would be paid on every piece. The timer, when
+    # it fires, ends the wait past its deadline or sets itself again.
 
     def _arm(self, deadline: float) -> None:
         self.deadline = deadline
