@@ -7,6 +7,8 @@ shapes (docs/backends.md 1c, R4): content and `thinking` per line, tool calls wh
 the llama-server variant), `done_reason` stop/length, token counts on the last line,
 and `{"error": ...}` as a line of its own mid-stream. `native_completion` maps the
 non-stream answer with the same delta rules, so the two cannot drift.
+Must not: do I/O, check calls against the offered tools (the response stages do),
+or hold content back: each line's text goes out as soon as it is read.
 """
 
 from __future__ import annotations

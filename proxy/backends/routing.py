@@ -7,6 +7,8 @@ Ollama, goes to native `/api/chat`; everything else to `/v1/chat/completions`.
 model has now (or toolshim raised that model's window before, since a request
 without num_ctx would make Ollama reload it back down): a prompt that fits keeps
 the plain /v1 path. Either way the caller gets an OpenAI-shaped response.
+Must not: retry (the flow's rungs do) or change what the client asked beyond
+what the native API and the window need.
 """
 
 from __future__ import annotations
