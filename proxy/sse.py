@@ -4,6 +4,7 @@ The upstream's byte stream arrives in TCP-sized pieces that cut lines, and even
 a `\\r\\n` pair, anywhere; `SseDecoder` carries the unfinished part over (like
 httpx's LineDecoder) and hands out whole events only. Encoding is the OpenAI
 framing every SDK expects: `data: <json>\\n\\n`, ended by `data: [DONE]\\n\\n`.
+Must not: parse an event's JSON or know what a chunk means (the translator does).
 """
 
 from __future__ import annotations
