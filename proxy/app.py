@@ -20,28 +20,28 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from proxy.api.admin import admin_capabilities
+from proxy.api.chat.route import chat_completions
 from proxy.api.gemini.models import any_models, one_model
 from proxy.api.gemini.route import model_method
 from proxy.api.messages.route import count_tokens, create_message
 from proxy.api.passthrough import forward
-from proxy.api.responses_route import create_response, delete_response, get_response
-from proxy.api.responses_store import ResponsesStore
+from proxy.api.responses.route import create_response, delete_response, get_response
+from proxy.api.responses.store import ResponsesStore
 from proxy.backends.egress import egress_plan
 from proxy.backends.upstream import Upstream, fetch_listing, make_upstream
 from proxy.capabilities.store import CapabilityStore
-from proxy.chat import chat_completions
-from proxy.console.recent import ConsoleState
 from proxy.console.routes import console_routes
 from proxy.errors import ApiError, internal_error
 from proxy.middleware import Drain, Edge, bearer_allowed
 from proxy.observability.logs import quiet_intended_cuts
 from proxy.observability.metrics import CONTENT_TYPE
+from proxy.observability.recent import ConsoleState
 from proxy.observability.redact import Redactor
-from proxy.observability.startup import announce_upstreams, freeze_startup_heap, startup_line
 from proxy.observability.telemetry import Telemetry
 from proxy.server_tools.host import ToolHost
 from proxy.services import Services
 from proxy.settings import Settings, redact_url, secrets
+from proxy.startup import announce_upstreams, freeze_startup_heap, startup_line
 from proxy.state import build_state
 from proxy.state.limits import Limiter
 

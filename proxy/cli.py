@@ -161,7 +161,7 @@ def _check(argv: list[str]) -> int:
     parser.add_argument("file", nargs="?", help="default: TOOLSHIM_CAPABILITIES or "
                         "./capabilities.yaml")
     args = parser.parse_args(argv)
-    from proxy.capabilities.check import run_check
+    from proxy.commands.check import run_check
 
     path = args.file or parser.settings(None).capabilities
     return run_check(path, sys.stdout)
@@ -181,7 +181,7 @@ def _probe(argv: list[str]) -> int:
         parser.error("name a MODEL or use --all")
     settings = parser.settings(args)
     from proxy.backends.egress import tls_context
-    from proxy.backends.probe import run_probe_cli
+    from proxy.commands.probe import run_probe_cli
 
     # Without a bundle httpx reads SSL_CERT_FILE and the proxy variables itself.
     verify = tls_context(settings.ca_bundle, os.environ) if settings.ca_bundle else True
@@ -195,7 +195,7 @@ def _validate(argv: list[str]) -> int:
         prog="toolshim validate",
         description="run the tool-calling battery through the proxy and record the result")
     add_arguments(parser)
-    from proxy.console.cli import add_validate_arguments, run_validate_cli
+    from proxy.commands.validate import add_validate_arguments, run_validate_cli
 
     add_validate_arguments(parser)
     args = parser.parse_args(argv)
@@ -214,6 +214,6 @@ def _init(argv: list[str]) -> int:
                         "or ./capabilities.yaml")
     parser.add_argument("--force", action="store_true", help="replace an existing file")
     args = parser.parse_args(argv)
-    from proxy.capabilities.shipped import run_init
+    from proxy.commands.init import run_init
 
     return run_init(args.path or parser.settings(None).capabilities, args.force, sys.stdout)

@@ -7,9 +7,6 @@ no module-level state anywhere else.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
-import secrets
-import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,11 +14,12 @@ from typing import Any
 from cachetools import TTLCache
 
 from proxy.backends.ollama import OllamaState
-from proxy.backends.upstream import Upstream, fetch_listing
+from proxy.backends.routing import Router
+from proxy.backends.upstream import Upstream
 from proxy.capabilities.aliases import NO_ALIASES, Aliases
 from proxy.capabilities.schema import Capabilities
 from proxy.capabilities.store import CapabilityStore
-from proxy.console.recent import ConsoleState
+from proxy.observability.recent import ConsoleState
 from proxy.observability.redact import Redactor
 from proxy.observability.telemetry import Telemetry
 from proxy.server_tools.host import ToolHost
@@ -29,22 +27,6 @@ from proxy.settings import Settings
 from proxy.state import MemoryState, SharedState
 from proxy.state.limits import Limiter
 from proxy.transforms.response.checks import SchemaCache
-
-LISTING_TTL = 10.0
-"""seconds a listing is trusted where a miss cannot end in a 404 (an upstream that
-lists nothing may serve what it does not list: asking again would change nothing)."""
-LISTING_FLOOR = 0.25
-"""seconds between two /v1/models look-ups of one upstream. A name the listing lacks
-makes toolshim ask again (a model pulled after start is served at once); the floor
-keeps a flood of unknown names from flooding the backend with look-ups."""
-
-
-def new_call_id() -> str:
-    """OpenAI-style tool call id, for calls the backend gave none (or a duplicate).
-
-    24 hex digits (96 random bits): one call to the OS, where drawing 24 letters one
-    by one cost ~30 us, paid by every native stream for its completion id."""
-    return "call_" + secrets.token_hex(12)
 
 
 @dataclass
@@ -55,8 +37,6 @@ class Services:
     limiter: Limiter
     telemetry: Telemetry
     schema_cache: SchemaCache = field(default_factory=SchemaCache)
-    listing: dict[str, str] = field(default_factory=dict)
-    """model name -> upstream root, from the upstreams' /v1/models."""
     probed: TTLCache[str, bool] = field(default_factory=lambda: TTLCache(4096, 3600))
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     console: ConsoleState = field(default_factory=ConsoleState)
@@ -64,23 +44,20 @@ class Services:
     ollama: OllamaState = field(default_factory=OllamaState)
     """What Ollama upstreams said about themselves and their models (backends/ollama.py)."""
 
-    listed_at: float = float("-inf")
     server_tools: ToolHost | None = None
     """The server tools (proxy/server_tools/host.py); started in the lifespan."""
     state: SharedState = field(default_factory=MemoryState)
     """What this replica shares with the others (proxy/state/; MemoryState alone)."""
-    listing_complete: dict[str, bool] = field(default_factory=dict)
-    """upstream root -> its last /v1/models answer named at least one model."""
     redactor: Redactor = field(default_factory=Redactor)
     """masks every configured secret in what clients and the console see (and the logs)."""
-    _listing_runs: dict[str, asyncio.Task[None]] = field(default_factory=dict, repr=False)
-    """upstream root -> its /v1/models look-up in flight."""
-    _listing_next: dict[str, asyncio.Task[None]] = field(default_factory=dict, repr=False)
-    """upstream root -> the look-up that starts next, awaited by every caller since."""
-    _listing_done: dict[str, float] = field(default_factory=dict, repr=False)
 
     _aliases: tuple[Capabilities | None, Aliases] = (None, NO_ALIASES)
     """the alias table, built again only when capabilities.yaml was reloaded."""
+    router: Router = field(init=False)
+    """which upstream serves a model (backends/routing.py); shares `background`."""
+
+    def __post_init__(self) -> None:
+        self.router = Router(self.settings, self.upstreams, self.background)
 
     def aliases(self) -> Aliases:
         caps = self.store.capabilities()
@@ -93,85 +70,6 @@ class Services:
     def served(self, model: str) -> str:
         """The model that serves requests for `model`: its alias's target, else itself."""
         return self.aliases().target(model) or model
-
-    def pick_upstream(self, model: str) -> Upstream:
-        """Explicit route first, then whoever lists the model, else the first upstream."""
-        return self._routed(model) or self._listed(model) or \
-            self.upstreams[self.settings.upstreams[0]]
-
-    async def route(self, model: str) -> Upstream:
-        """pick_upstream, but with several upstreams an unlisted model makes toolshim
-        ask their /v1/models again (refresh_listing: shared, at most one per floor)."""
-        found = self._routed(model) or self._listed(model)
-        if found is None and len(self.upstreams) > 1 and self.worth_relisting():
-            await self.refresh_listing()
-            found = self._listed(model)
-        return found or self.upstreams[self.settings.upstreams[0]]
-
-    def worth_relisting(self) -> bool:
-        """A miss is worth a new look-up when every upstream lists its models (the name
-        is new, or unknown: a 404 is near) or the listing is older than LISTING_TTL;
-        an upstream that lists nothing is not asked again for every request."""
-        complete = bool(self.upstreams) and \
-            all(self.listing_complete.get(root) for root in self.upstreams)
-        return complete or time.monotonic() - self.listed_at > LISTING_TTL
-
-    async def refresh_listing(self) -> None:
-        """Ask every upstream for its models, in a look-up that starts after this call.
-
-        Per upstream, one look-up runs at a time and the next one is shared by every
-        caller that arrives before it starts; it starts LISTING_FLOOR seconds after the
-        last one ended at the earliest. So a model pulled before the request is seen,
-        and a flood of unknown names makes at most one look-up per floor."""
-        await asyncio.gather(*(self._relist(root) for root in self.upstreams))
-        self.listed_at = time.monotonic()
-
-    async def _relist(self, root: str) -> None:
-        upcoming = self._listing_next.get(root)
-        if upcoming is None:
-            upcoming = asyncio.get_running_loop().create_task(self._list(root))
-            self._listing_next[root] = upcoming
-            self.background.add(upcoming)
-            upcoming.add_done_callback(self.background.discard)
-        # Shielded: a client that leaves must not cancel the look-up others wait for.
-        await asyncio.shield(upcoming)
-
-    async def _list(self, root: str) -> None:
-        running = self._listing_runs.get(root)
-        if running is not None:
-            await asyncio.wait([running])
-        wait = LISTING_FLOOR - (time.monotonic() - self._listing_done.get(root, float("-inf")))
-        if wait > 0:
-            await asyncio.sleep(wait)
-        this = asyncio.current_task()
-        assert this is not None
-        self._listing_next.pop(root, None)  # callers from now on wait for the next one
-        self._listing_runs[root] = this
-        try:
-            listing = await fetch_listing(self.upstreams[root])
-        finally:
-            self._listing_runs.pop(root, None)
-            self._listing_done[root] = time.monotonic()
-        self.listing_complete[root] = bool(listing)
-        for entry in listing or []:
-            if isinstance(entry.get("id"), str):
-                self.listing.setdefault(entry["id"], root)
-
-    def knows(self, model: str) -> bool:
-        """An explicit route or an upstream's listing names the model."""
-        return (self._routed(model) or self._listed(model)) is not None
-
-    def _routed(self, model: str) -> Upstream | None:
-        for route in self.settings.routes:
-            if fnmatch.fnmatchcase(model, route.pattern):
-                return self.upstreams[route.upstream]
-        return None
-
-    def _listed(self, model: str) -> Upstream | None:
-        root = self.listing.get(model)
-        if root is None and ":" not in model:
-            root = self.listing.get(model + ":latest")
-        return self.upstreams.get(root) if root else None
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run work after the response (learning writes); keep a reference until done."""

@@ -31,7 +31,7 @@ def known_models(svc: Services, *, listed_as: str) -> dict[str, list[str]]:
             known.setdefault(name, []).append("models")
     for name in caps.learned:
         known.setdefault(name, []).append("learned")
-    for name in list(svc.listing):
+    for name in list(svc.router.listing):
         known.setdefault(name, []).append(listed_as)
     return known
 
@@ -62,7 +62,7 @@ def _describe(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:
     fields = asdict(profile)
     sources = dict(fields.pop("sources"))
     fields.pop("model")
-    root = svc.pick_upstream(name).root
+    root = svc.router.pick_upstream(name).root
     return {
         "known_from": origins,
         "upstream": redact_url(root),

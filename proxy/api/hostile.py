@@ -15,43 +15,10 @@ from typing import Any
 
 from proxy.transforms.request.schema import resolve_pointer
 
-MAX_DEPTH = 100
-"""arrays/objects inside each other; real chat requests and tool schemas stay far below."""
-
 # Keywords whose subschemas apply to the same instance: following only these
 # through $refs and coming back to where we started never ends.
 _IN_PLACE_ONE = ("not", "if", "then", "else")
 _IN_PLACE_LIST = ("allOf", "anyOf", "oneOf")
-
-
-def containers_at_most(raw: bytes) -> int:
-    """At most how many arrays/objects JSON text `raw` holds: its opening brackets
-    (counted in C, brackets inside strings included, so never too few)."""
-    return raw.count(b"[") + raw.count(b"{")
-
-
-def may_nest_deeper(raw: bytes, limit: int = MAX_DEPTH) -> bool:
-    """False when JSON text `raw` cannot nest past `limit`: it does not even hold that
-    many brackets. Lets the common small body skip the walk in `depth_exceeds`."""
-    return containers_at_most(raw) > limit
-
-
-def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether arrays/objects nest deeper than `limit` anywhere in `value`."""
-    pending: list[tuple[Any, int]] = [(value, 1)]
-    while pending:
-        node, depth = pending.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        if depth > limit:
-            return True
-        pending.extend((child, depth + 1) for child in children
-                       if isinstance(child, (dict, list)))
-    return False
 
 
 def ref_cycle(schema: Any) -> str | None:

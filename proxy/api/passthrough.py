@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from proxy.api.chat_request import read_body
+from proxy.api.body import read_body
 from proxy.api.failures import answer_or_error, error_reply
 from proxy.api.paths import passthrough_path
 from proxy.backends.upstream import (
@@ -29,7 +29,6 @@ from proxy.backends.upstream import (
     read_whole,
     send,
 )
-from proxy.console.gate import validation_of
 from proxy.errors import ApiError, check_model_name
 from proxy.flow.exchange import Exchange
 from proxy.flow.retry import tool_mode
@@ -58,7 +57,7 @@ async def list_models(request: Request) -> Response:
             model_id = entry.get("id")
             if isinstance(model_id, str) and model_id not in merged:
                 merged[model_id] = _annotate(svc, entry, root)
-                svc.listing[model_id] = root
+                svc.router.listing[model_id] = root
     for pattern, model in svc.aliases().patterns:
         # Agents look their vendor's names up here (Claude Code's gateway discovery).
         merged.setdefault(pattern, {"id": pattern, "object": "model", "created": 0,
@@ -77,7 +76,7 @@ def _annotate(svc: Services, entry: dict[str, Any], root: str) -> dict[str, Any]
                                       "built-in default"),
         "tool_format": profile.tool_format,
         "upstream": redact_url(root),  # the connection keeps the credentials, never a view
-        "validation": validation_of(svc.store, entry["id"]),
+        "validation": svc.store.validation(entry["id"]),
     }}
 
 
@@ -104,7 +103,7 @@ async def _open(ex: Exchange, path: str) -> Response:
     body = await read_body(request, svc.settings.max_body_bytes)
     model = _model_of(body)
     check_model_name(model)
-    upstream = await svc.route(model or "")
+    upstream = await svc.router.route(model or "")
     ex.record.model, ex.record.upstream = model, upstream.root
     if request.url.query:
         path += "?" + request.url.query

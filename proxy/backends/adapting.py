@@ -36,7 +36,7 @@ _DEAD_CONNECTION_S = 1.0
 
 Post = Callable[[ChatRequest, Profile], Awaitable[httpx.Response]]
 """Sends one body upstream under the sender's profile as it stands: plain /v1 by
-default, or another backend API's edge (Ollama's /api/chat, backends/routing.py)
+default, or another backend API's edge (Ollama's /api/chat, flow/send.py)
 that answers in the same OpenAI shapes. The profile is passed, not looked up on
 the sender, so a caller's function need not refer to the sender that holds it (a
 cycle that left each request's objects to the cyclic collector)."""

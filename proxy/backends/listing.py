@@ -9,20 +9,20 @@ unavailable may serve models it does not list, so then the request goes on.
 
 from __future__ import annotations
 
+from proxy.backends.routing import Router
 from proxy.errors import ApiError
-from proxy.services import Services
 
 
-async def require_listed(svc: Services, model: str) -> None:
+async def require_listed(router: Router, model: str) -> None:
     """Raise 404 model_not_found when every upstream's listing leaves `model` out,
     even asked again (a model pulled since the last listing is served at once)."""
-    if svc.knows(model):
+    if router.knows(model):
         return
-    if svc.worth_relisting():
-        await svc.refresh_listing()  # shared and floored: services.py
-        if svc.knows(model):
+    if router.worth_relisting():
+        await router.refresh_listing()  # shared and floored: routing.py
+        if router.knows(model):
             return
-    if svc.upstreams and all(svc.listing_complete.get(root) for root in svc.upstreams):
+    if router.every_upstream_lists():
         raise model_not_found(model)
 
 

@@ -1,31 +1,20 @@
 """Ask a backend whether a model takes tools: `toolshim probe`.
 
 Owns the two questions (Ollama's /api/show metadata, else one tiny request
-with a test tool) and the CLI that prints answers and records them through
-CapabilityStore. Every probe returns an Observation or None and never raises:
+with a test tool); the command that prints and records the answers is
+commands/probe.py. Every probe returns an Observation or None and never raises:
 a backend that does not answer leaves the model unknown, never "off".
 """
 
 from __future__ import annotations
 
-import asyncio
-import ssl
-from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any
 
 import httpx
 import orjson
 
-from proxy.backends.probe_failures import (
-    EXIT_MODEL_NOT_FOUND,
-    EXIT_OK,
-    diagnose,
-    diagnose_listing,
-)
 from proxy.backends.refusals import classify_refusal
-from proxy.capabilities.store import CapabilityStore
-from proxy.flow.learning import facts_from
-from proxy.settings import api_url, redact_url
+from proxy.settings import api_url
 from proxy.types import JSON, Observation
 
 _PROBE_TOOL: JSON = {
@@ -102,76 +91,6 @@ async def list_models(client: httpx.AsyncClient, root_url: str, timeout: float =
     if not isinstance(entries, list):
         return None
     return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
-
-
-async def run_probe_cli(
-    models: list[str], upstreams: list[str], capabilities_path: str, all_models: bool, out: TextIO,
-    *, verify: ssl.SSLContext | bool = True,
-) -> int:
-    """Probe models, print one line each, record the answers.
-
-    0 if every probe answered; else the exit code of the first failure
-    (probe_failures: unreachable, model not found, an error status, a timeout).
-    """
-    roots = [server_root(u) for u in upstreams]
-    store = CapabilityStore(capabilities_path)
-    failures: list[int] = []
-    async with httpx.AsyncClient(verify=verify) as client:
-        targets: list[tuple[str, list[str]]] = []
-        listings = {root: await list_models(client, root) for root in roots} if models else {}
-        for model in models:
-            serving = _listing(model, listings)
-            if serving is None:  # every upstream lists its models, and none lists this one
-                print(f"{model}: not found: no upstream lists it "
-                      f"({', '.join(redact_url(r) for r in roots)}); nothing recorded", file=out)
-                failures.append(EXIT_MODEL_NOT_FOUND)
-            else:
-                targets.append((model, serving))
-        if all_models:
-            for root in roots:
-                listed = await list_models(client, root)
-                if listed is None:
-                    failure = await diagnose_listing(client, root)
-                    print(f"{redact_url(root)}: cannot list models: {failure.text}", file=out)
-                    failures.append(failure.exit_code)
-                targets += [(m, [root]) for m in listed or []]
-        for model, candidates in targets:
-            code = await _probe_one(client, store, model, candidates, out)
-            if code != EXIT_OK:
-                failures.append(code)
-    return failures[0] if failures else EXIT_OK
-
-
-def _listing(model: str, listings: dict[str, list[str] | None]) -> list[str] | None:
-    """The upstreams to probe `model` on, as chat routes it: those that list it; every
-    upstream when some list nothing (they may serve what they do not list); None when
-    every upstream lists its models and none lists this one (chat's 404)."""
-    names = {model, model + ":latest"} if ":" not in model else {model}
-    listing = [root for root, ids in listings.items() if ids and names & set(ids)]
-    if listing:
-        return listing
-    if listings and all(listings.values()):
-        return None
-    return list(listings)
-
-
-async def _probe_one(
-    client: httpx.AsyncClient, store: CapabilityStore, model: str, roots: list[str], out: TextIO
-) -> int:
-    for root in roots:
-        found = await probe_model(client, root, model)
-        if found is not None:
-            mode = "native" if found.detail["tools"] else "off"
-            at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            await asyncio.to_thread(store.record, facts_from([found], at, root))
-            # What the proxy will do is the resolved profile's: an entry under models:
-            # (gemma3's shipped `emulate`) wins over what the probe found.
-            print(f"{model}: tools {mode} (probe: {found.detail['evidence']}); "
-                  f"toolshim uses: {store.profile(model).tools}", file=out)
-            return EXIT_OK
-    failures = [await diagnose(client, root, model) for root in roots]
-    print(f"{model}: unknown: " + "; ".join(f.text for f in failures), file=out)
-    return failures[0].exit_code
 
 
 async def _post(

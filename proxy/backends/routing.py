@@ -1,191 +1,141 @@
-"""Which API a chat request goes to upstream, and sending it there.
+"""Which upstream serves a model: explicit routes, then the upstreams' listings.
 
-`send_chat` is the one call the flow makes per upstream attempt. A model whose
-profile sets `num_ctx`, `keep_alive` or `ollama_options`, on an upstream that is
-Ollama, goes to native `/api/chat`; everything else to `/v1/chat/completions`.
-`num_ctx: auto` goes native only when the prompt would not fit in the window the
-model has now (or toolshim raised that model's window before, since a request
-without num_ctx would make Ollama reload it back down): a prompt that fits keeps
-the plain /v1 path. Either way the caller gets an OpenAI-shaped response.
-Must not: retry (the flow's rungs do) or change what the client asked beyond
-what the native API and the window need.
+Owns the routing state a process keeps for its life (every upstream's
+/v1/models answer, when it was asked, the look-ups in flight) and the ids
+toolshim gives calls a backend left without one. Must not: send chat requests
+(flow/send.py) or know about clients.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import asyncio
+import fnmatch
+import secrets
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-import orjson
+from proxy.backends.upstream import Upstream, fetch_listing
+from proxy.settings import Settings
 
-from proxy.backends.context import (
-    DEFAULT_CHARS_PER_TOKEN,
-    MIN_LEARN_TOKENS,
-    Decision,
-    Window,
-    estimate_tokens,
-    observed_chars_per_token,
-    size_window,
-)
-from proxy.backends.ollama import model_limits, open_native, running_window, upstream_kind
-from proxy.backends.ollama_request import to_native
-from proxy.backends.prompt_count import watch_prompt_tokens
-from proxy.backends.sse_frames import wants_usage
-from proxy.backends.upstream import Upstream, send
-from proxy.errors import ApiError
-from proxy.flow.exchange import Exchange
-from proxy.services import new_call_id
-from proxy.transforms.request.tools import select_tools, tool_name
-from proxy.types import ChatRequest, Observation, Plan, Profile
-
-LEARN_DRIFT = 0.15
-"""A chars-per-token ratio this far from the known one is worth recording."""
+LISTING_TTL = 10.0
+"""seconds a listing is trusted where a miss cannot end in a 404 (an upstream that
+lists nothing may serve what it does not list: asking again would change nothing)."""
+LISTING_FLOOR = 0.25
+"""seconds between two /v1/models look-ups of one upstream. A name the listing lacks
+makes toolshim ask again (a model pulled after start is served at once); the floor
+keeps a flood of unknown names from flooding the backend with look-ups."""
 
 
-def wants_native(profile: Profile) -> bool:
-    return profile.num_ctx is not None or profile.keep_alive is not None \
-        or profile.ollama_options is not None
+def new_call_id() -> str:
+    """OpenAI-style tool call id, for calls the backend gave none (or a duplicate).
+
+    24 hex digits (96 random bits) drawn in one call to the OS: every native stream
+    pays for one, as its completion id."""
+    return "call_" + secrets.token_hex(12)
 
 
-async def send_chat(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: Profile,
-                    headers: dict[str, str]) -> httpx.Response:
-    """Send one attempt of a chat request: /v1 as it is, or Ollama's /api/chat."""
-    content = orjson.dumps(body)
-    if not wants_native(profile) or await _kind(ex, upstream) != "ollama":
-        return await send(upstream, "POST", "/v1/chat/completions", content=content,
-                          headers=headers)
-    before = body
-    body, num_ctx, chars, window = await _sized(ex, upstream, body, profile, len(content))
-    if num_ctx is None and profile.keep_alive is None and profile.ollama_options is None:
-        response = await send(upstream, "POST", "/v1/chat/completions", content=content,
-                              headers=headers)
-        if window is None or chars < MIN_LEARN_TOKENS or response.status_code >= 400:
-            return response
-        # A prompt that fits keeps /v1; its usage teaches the ratio the native path uses.
-        return watch_prompt_tokens(response, lambda count: _learn_ratio(
-            ex, profile, chars, count, window, "/v1 usage.prompt_tokens"))
-    trimmed = _removed_tools(before, body)
-    native = to_native(body, num_ctx=num_ctx, keep_alive=profile.keep_alive,
-                       ollama_options=dict(profile.ollama_options or ()))
-    ex.record.num_ctx = num_ctx
+@dataclass
+class Router:
+    settings: Settings
+    upstreams: dict[str, Upstream]
+    background: set[asyncio.Task[Any]] = field(default_factory=set)
+    """look-ups in flight, shared with the app's other background work (awaited at
+    shutdown)."""
+    listing: dict[str, str] = field(default_factory=dict)
+    """model name -> upstream root, from the upstreams' /v1/models."""
+    listed_at: float = float("-inf")
+    listing_complete: dict[str, bool] = field(default_factory=dict)
+    """upstream root -> its last /v1/models answer named at least one model."""
+    _listing_runs: dict[str, asyncio.Task[None]] = field(default_factory=dict, repr=False)
+    """upstream root -> its /v1/models look-up in flight."""
+    _listing_next: dict[str, asyncio.Task[None]] = field(default_factory=dict, repr=False)
+    """upstream root -> the look-up that starts next, awaited by every caller since."""
+    _listing_done: dict[str, float] = field(default_factory=dict, repr=False)
 
-    def finished(prompt_eval_count: int | None) -> None:
-        _learn_ratio(ex, profile, chars, prompt_eval_count, num_ctx, "/api/chat prompt_eval_count")
+    def pick_upstream(self, model: str) -> Upstream:
+        """Explicit route first, then whoever lists the model, else the first upstream."""
+        return self._routed(model) or self._listed(model) or \
+            self.upstreams[self.settings.upstreams[0]]
 
-    response = await open_native(upstream, native, headers, include_usage=wants_usage(body),
-                                 id_factory=new_call_id, finished=finished)
-    if response.status_code < 400:
-        if num_ctx is not None:
-            ex.svc.ollama.raise_floor(upstream.root, body["model"], num_ctx)
-        if trimmed:
-            ex.record.tools_stripped += len(trimmed)
-            ex.observations.append(Observation(profile.model, "tools_stripped", {
-                "count": len(trimmed), "names": trimmed, "reason": "context"}))
-    return response
+    async def route(self, model: str) -> Upstream:
+        """pick_upstream, but with several upstreams an unlisted model makes toolshim
+        ask their /v1/models again (refresh_listing: shared, at most one per floor)."""
+        found = self._routed(model) or self._listed(model)
+        if found is None and len(self.upstreams) > 1 and self.worth_relisting():
+            await self.refresh_listing()
+            found = self._listed(model)
+        return found or self.upstreams[self.settings.upstreams[0]]
 
+    def worth_relisting(self) -> bool:
+        """A miss is worth a new look-up when every upstream lists its models (the name
+        is new, or unknown: a 404 is near) or the listing is older than LISTING_TTL;
+        an upstream that lists nothing is not asked again for every request."""
+        return self.every_upstream_lists() or time.monotonic() - self.listed_at > LISTING_TTL
 
-def _removed_tools(before: ChatRequest, after: ChatRequest) -> list[str]:
-    """Names of the tools the context guard took out."""
-    kept = {tool_name(t) for t in after.get("tools") or []}
-    return [tool_name(t) for t in before.get("tools") or [] if tool_name(t) not in kept]
+    def every_upstream_lists(self) -> bool:
+        """Every upstream's last listing named a model: one that none names is unknown."""
+        return bool(self.upstreams) and \
+            all(self.listing_complete.get(root) for root in self.upstreams)
 
+    async def refresh_listing(self) -> None:
+        """Ask every upstream for its models, in a look-up that starts after this call.
 
-async def _kind(ex: Exchange, upstream: Upstream) -> str:
-    settings = ex.svc.settings
-    return await upstream_kind(ex.svc.ollama, upstream, settings.kind_for(upstream.root),
-                               settings.probe_timeout)
+        Per upstream, one look-up runs at a time and the next one is shared by every
+        caller that arrives before it starts; it starts LISTING_FLOOR seconds after the
+        last one ended at the earliest. So a model pulled before the request is seen,
+        and a flood of unknown names makes at most one look-up per floor."""
+        await asyncio.gather(*(self._relist(root) for root in self.upstreams))
+        self.listed_at = time.monotonic()
 
+    async def _relist(self, root: str) -> None:
+        upcoming = self._listing_next.get(root)
+        if upcoming is None:
+            upcoming = self._spawn(self._list(root))
+            self._listing_next[root] = upcoming
+        # Shielded: a client that leaves must not cancel the look-up others wait for.
+        await asyncio.shield(upcoming)
 
-async def _sized(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: Profile,
-                 chars: int) -> tuple[ChatRequest, int | None, int, int | None]:
-    """The body to send, the num_ctx to ask for (None: none), its size in characters,
-    and, for `num_ctx: auto`, the window the model has now."""
-    floor = ex.svc.ollama.floor(upstream.root, body["model"])
-    if isinstance(profile.num_ctx, int):
-        return body, max(profile.num_ctx, floor), chars, None
-    if profile.num_ctx is None:
-        return body, floor or None, chars, None
-    window = await _window(ex, upstream, body, profile, chars, floor)
-    decision = size_window(window)
-    if decision.action in ("fits", "raise"):
-        if decision.action == "raise":
-            ex.record.context = "raise"
-        return body, decision.num_ctx, chars, max(window.current, window.floor)
-    return (*await _guard(ex, upstream, body, profile, window, decision), None)
+    async def _list(self, root: str) -> None:
+        running = self._listing_runs.get(root)
+        if running is not None:
+            await asyncio.wait([running])
+        wait = LISTING_FLOOR - (time.monotonic() - self._listing_done.get(root, float("-inf")))
+        if wait > 0:
+            await asyncio.sleep(wait)
+        this = asyncio.current_task()
+        assert this is not None
+        self._listing_next.pop(root, None)  # callers from now on wait for the next one
+        self._listing_runs[root] = this
+        try:
+            listing = await fetch_listing(self.upstreams[root])
+        finally:
+            self._listing_runs.pop(root, None)
+            self._listing_done[root] = time.monotonic()
+        self.listing_complete[root] = bool(listing)
+        for entry in listing or []:
+            if isinstance(entry.get("id"), str):
+                self.listing.setdefault(entry["id"], root)
 
+    def knows(self, model: str) -> bool:
+        """An explicit route or an upstream's listing names the model."""
+        return (self._routed(model) or self._listed(model)) is not None
 
-async def _window(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: Profile,
-                  chars: int, floor: int) -> Window:
-    needed = estimate_tokens(chars, _max_tokens(body), profile.chars_per_token)
-    svc, timeout = ex.svc, ex.svc.settings.probe_timeout
-    current = await running_window(svc.ollama, upstream, body["model"], timeout)
-    if current is not None and needed <= current and not floor:
-        return Window(needed, current)
-    limits = await model_limits(svc.ollama, upstream, body["model"], timeout)
-    if current is None:
-        current = limits.modelfile_ctx or svc.settings.ollama_default_ctx
-    return Window(needed, current, limits.maximum, floor)
+    def _routed(self, model: str) -> Upstream | None:
+        for route in self.settings.routes:
+            if fnmatch.fnmatchcase(model, route.pattern):
+                return self.upstreams[route.upstream]
+        return None
 
+    def _listed(self, model: str) -> Upstream | None:
+        root = self.listing.get(model)
+        if root is None and ":" not in model:
+            root = self.listing.get(model + ":latest")
+        return self.upstreams.get(root) if root else None
 
-async def _guard(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: Profile,
-                 window: Window, decision: Decision) -> tuple[ChatRequest, int | None, int]:
-    """Even the largest window allowed is too small: trim tools, reject, or send as is."""
-    cap = decision.num_ctx
-    guard = profile.context_guard
-    if guard == "reject":
-        ex.record.context = "reject"
-        raise ApiError(400, f"the request needs about {window.needed} tokens, but "
-                       f"{profile.model} allows a context window of at most {cap} tokens",
-                       param="messages", code="context_length_exceeded")
-    if guard == "off":
-        ex.record.context = "send"
-        return body, cap, len(orjson.dumps(body))
-    ex.record.context = "trim"
-    trimmed = _trim(body, profile, cap or 0)
-    return trimmed, cap, len(orjson.dumps(trimmed))
-
-
-def _trim(body: ChatRequest, profile: Profile, cap: int) -> ChatRequest:
-    """The most tools (by the max_tools budget rules) whose request fits in `cap`."""
-    tools = body.get("tools")
-    if not isinstance(tools, list) or not tools:
-        return body
-
-    def keeping(count: int) -> ChatRequest:
-        budget = replace(profile, max_tools=count, allow_tools=None, deny_tools=())
-        return select_tools(body, budget, Plan("native"))[0]
-
-    def fits(candidate: ChatRequest) -> bool:
-        chars = len(orjson.dumps(candidate))
-        return estimate_tokens(chars, _max_tokens(candidate), profile.chars_per_token) <= cap
-
-    low, high = 0, len(tools) - 1  # the answer is in [low, high]; all tools did not fit
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fits(keeping(middle)):
-            low = middle
-        else:
-            high = middle - 1
-    return keeping(low)
-
-
-def _max_tokens(body: ChatRequest) -> int | None:
-    value: Any = body.get("max_completion_tokens", body.get("max_tokens"))
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _learn_ratio(ex: Exchange, profile: Profile, chars: int, prompt_eval_count: int | None,
-                 num_ctx: int | None, counted_as: str) -> None:
-    """Ollama counted the prompt's tokens: remember this model's characters per token.
-
-    `num_ctx`: the window the prompt went into (a count that fills it was cut)."""
-    if prompt_eval_count is None:
-        return
-    ratio = observed_chars_per_token(chars, prompt_eval_count, num_ctx)
-    known = profile.chars_per_token or DEFAULT_CHARS_PER_TOKEN
-    if ratio is None or abs(ratio - known) <= known * LEARN_DRIFT:
-        return
-    ex.observations.append(Observation(profile.model, "chars_per_token", {
-        "value": ratio,
-        "evidence": f"{counted_as} {prompt_eval_count} for {chars} characters"}))
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+        return task

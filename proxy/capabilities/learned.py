@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import ValidationError
 
+from proxy.capabilities.learning import LearnedFact, merge_fact
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.schema import Capabilities, LearnedEntry
 from proxy.capabilities.splice import oldest_first
 from proxy.errors import MAX_MODEL_NAME
-from proxy.flow.learning import LearnedFact, merge_fact
 
 MAX_NAME_CHARS = MAX_MODEL_NAME
 """Longer model names are never learned: a client must not grow the file at will."""

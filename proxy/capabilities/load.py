@@ -30,7 +30,7 @@ from proxy.capabilities.schema import (
     SystemPromptEntry,
     is_glob,
 )
-from proxy.server_tools.definitions import SERVER_TOOL_KINDS
+from proxy.capabilities.server_tools import SERVER_TOOL_KINDS
 
 # Aliases can multiply a small file into a huge tree ("billion laughs") or
 # point back at themselves; both are refused rather than expanded.

@@ -20,8 +20,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from proxy.capabilities.server_tools import ServerToolDefinition, check_tool_name
 from proxy.formats import FORMATS
-from proxy.server_tools.definitions import ServerToolDefinition, check_tool_name
 from proxy.types import (
     ContextGuard,
     Fallback,

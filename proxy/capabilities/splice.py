@@ -19,10 +19,10 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
+from proxy.capabilities.learning import LearnedFact, merge_fact
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.schema import PROVENANCE, Capabilities
-from proxy.flow.learning import LearnedFact, merge_fact
 
 _LEARNED_KEY = re.compile(r"""^(learned|"learned"|'learned')[ \t]*:(?=[ \t]|\r?$)""")
 _OLDEST = datetime.min

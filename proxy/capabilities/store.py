@@ -17,19 +17,21 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from cachetools import LRUCache
 
 from proxy.capabilities.keeper import Keeper
 from proxy.capabilities.learned import apply_facts, trim_learned, unlearnable
+from proxy.capabilities.learning import LearnedFact, fact_is_news
 from proxy.capabilities.load import Problem, parse_capabilities
 from proxy.capabilities.resolve import Resolver, normalise_model_name
 from proxy.capabilities.schema import Capabilities, LearnedEntry
 from proxy.capabilities.shipped import shipped_text
 from proxy.capabilities.splice import splice_checked
 from proxy.capabilities.write import StatKey, rewrite_file, stat_key
-from proxy.flow.learning import LearnedFact, fact_is_news
 from proxy.types import Profile
 
 MAX_LEARNED = 5000
@@ -87,6 +89,13 @@ class CapabilityStore:
         the `:latest` tag): one lookup in the resolver's index, not a scan of the keys."""
         entry = self._resolver.learned.get(normalise_model_name(model))
         return entry if isinstance(entry, LearnedEntry) else None
+
+    def validation(self, model: str) -> dict[str, Any] | None:
+        """The model's recorded validation ({at, passed, total, failed, rung}), if any."""
+        entry = self.learned_entry(model)
+        if entry is None or entry.validation is None:
+            return None
+        return entry.validation.model_dump()
 
     def capabilities(self) -> Capabilities:
         return self._caps
@@ -362,3 +371,8 @@ class CapabilityStore:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def now_iso() -> str:
+    """The time learned facts are stamped with (`at:` in capabilities.yaml)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -7,15 +7,16 @@ from dataclasses import asdict
 from typing import Any
 
 from proxy.api.admin import known_models
+from proxy.backends.routing import LISTING_TTL
 from proxy.capabilities.schema import BOOKKEEPING, is_glob
 from proxy.flow.retry import tool_mode
-from proxy.services import LISTING_TTL, Services
+from proxy.services import Services
 from proxy.settings import redact_url
 
 
 async def describe_models(svc: Services) -> dict[str, Any]:
-    if time.monotonic() - svc.listed_at > LISTING_TTL:
-        await svc.refresh_listing()
+    if time.monotonic() - svc.router.listed_at > LISTING_TTL:
+        await svc.router.refresh_listing()
     caps = svc.store.capabilities()  # the background keeper reloads it, never a request
     known = known_models(svc, listed_as="upstream")
     return {
@@ -38,7 +39,7 @@ def _model(svc: Services, name: str, origins: list[str]) -> dict[str, Any]:
     return {
         "name": name,
         "known_from": origins,
-        "upstream": redact_url(svc.pick_upstream(name).root),
+        "upstream": redact_url(svc.router.pick_upstream(name).root),
         "tools": tool_mode(profile),  # what a request with tools gets now
         "tool_format": profile.tool_format,
         "profile": fields,

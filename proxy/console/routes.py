@@ -17,15 +17,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from proxy.api.chat_request import read_body
+from proxy.api.body import read_body
 from proxy.backends.listing import require_listed
+from proxy.capabilities.store import now_iso
 from proxy.console.models import describe_models
-from proxy.console.recent import CAPTURE_HEADER
 from proxy.console.samples import SAMPLE_TOOLS
 from proxy.console.validate import record_validation, run_battery
 from proxy.console.yaml_edit import EditError, forget_text, promote_text
 from proxy.errors import ApiError, check_model_name
-from proxy.flow.exchange import now_iso
+from proxy.observability.recent import CAPTURE_HEADER
 from proxy.services import Services
 
 STATIC = Path(__file__).parent / "static"
@@ -186,7 +186,7 @@ async def validate(request: Request) -> Response:
     model = _model_param(body)
     # A model no upstream lists is a 404, as chat answers it: six failed checks
     # would be recorded as a learned entry for a model that is nowhere.
-    await require_listed(_svc(request), model)
+    await require_listed(_svc(request).router, model)
 
     async def send(chat: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
         answer = await _through_proxy(request, chat, {})

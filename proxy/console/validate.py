@@ -18,11 +18,11 @@ import orjson
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from proxy.backends.listing import model_not_found
+from proxy.capabilities.learning import LearnedFact
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.samples import SAMPLE_TOOLS
 from proxy.errors import ApiError
-from proxy.flow.learning import LearnedFact
 
 Send = Callable[[dict[str, Any]], Awaitable[tuple[int, dict[str, str], Any]]]
 """posts a chat body to the proxy: (status, response headers, decoded JSON body)."""

@@ -15,9 +15,8 @@ from typing import Any
 
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.resolve import normalise_model_name
-from proxy.capabilities.schema import BOOKKEEPING
+from proxy.capabilities.schema import BOOKKEEPING, Capabilities, LearnedEntry
 from proxy.capabilities.splice import is_top_level, newline_of, section_end, split_lines
-from proxy.console.gate import find_learned
 
 _SECTION = re.compile(r"""^(?P<q>["']?)(?P<name>[A-Za-z_]+)(?P=q)[ \t]*:(?P<rest>.*?)\r?\n?$""")
 
@@ -158,3 +157,14 @@ def _key_at(line: str, indent: str) -> str | None:
     if match.group(2) is not None:
         return match.group(2).replace("''", "'")
     return match.group(3)
+
+
+def find_learned(caps: Capabilities, model: str) -> LearnedEntry | None:
+    """The `learned:` entry for `model` in a freshly parsed file (yaml_edit), its key
+    matched as the resolver matches it; the running store has `learned_entry`."""
+    name = normalise_model_name(model)
+    found = caps.learned.get(name)
+    if found is None:  # a key a person wrote un-normalised ("llama3.2", "Qwen3:8B")
+        found = next((e for k, e in caps.learned.items() if normalise_model_name(k) == name),
+                     None)
+    return found

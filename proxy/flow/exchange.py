@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 
 import anyio
 from starlette.requests import Request
 
+from proxy.capabilities.learning import LearnedFact, facts_from
 from proxy.capabilities.resolve import normalise_model_name
-from proxy.capabilities.store import CapabilityStore
-from proxy.console.tap import Tap
-from proxy.flow.learning import LearnedFact, facts_from
+from proxy.capabilities.store import CapabilityStore, now_iso
+from proxy.credentials import owner_digest
 from proxy.observability.redact import Redactor
+from proxy.observability.tap import Tap
 from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services
 from proxy.types import Observation
@@ -49,8 +49,16 @@ class Exchange:
         repeat what it got (the client's own Authorization or X-Api-Key included) in its
         error text. Made once, and only when there is text to mask (error paths)."""
         if self._redactor is None:
-            self._redactor = self.svc.redactor.for_request(self.request.headers)
+            self._redactor = self.svc.redactor.for_request(self.request.headers, self._query())
         return self._redactor
+
+    def owner(self) -> str:
+        """Who this client is, for what toolshim keeps per client (credentials.py)."""
+        return owner_digest(self.request.headers, self._query())
+
+    def _query(self) -> str:
+        query: bytes = self.request.scope.get("query_string", b"")
+        return query.decode("latin-1")
 
     def shown(self, text: str) -> str:
         """`text` as a client, the console or a log line may show it."""
@@ -130,10 +138,6 @@ def _tags_names(svc: Services, upstream: str) -> bool:
 def _as_written(fact: LearnedFact, asked: str) -> LearnedFact:
     same = normalise_model_name(fact.model) == normalise_model_name(asked)
     return replace(fact, model=asked.strip() if same else fact.model, tag_default=False)
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def toolshim_headers(ex: Exchange) -> dict[str, str]:

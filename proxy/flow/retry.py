@@ -34,6 +34,14 @@ def initial_plan(profile: Profile, has_tools: bool) -> Plan:
     return Plan(mode) if mode in ("off", "emulate") else Plan("native")
 
 
+def below_min_validation(plan: Plan, minimum: float, passed: int, total: int) -> Plan:
+    """`plan`, or tools off: --min-validation is `minimum` and the model's recorded
+    validation passed `passed` of `total` checks."""
+    if plan.tools == "off" or passed / total >= minimum:
+        return plan
+    return Plan("off", below_min_validation=True)
+
+
 def next_plan(plan: Plan, refusal: Refusal | None, profile: Profile, attempt: int) -> Plan | None:
     """The next rung after `plan` was refused, or None to pass the answer through.
 

@@ -24,7 +24,6 @@ import httpx
 from proxy.backends import wire
 from proxy.backends.sse_frames import UsageCounter
 from proxy.backends.upstream import Upstream, body_stream, transport_error
-from proxy.console.tap import Tap
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, toolshim_headers
 from proxy.flow.translate import (
@@ -33,6 +32,7 @@ from proxy.flow.translate import (
     SseTranslator,
     Translator,
 )
+from proxy.observability.tap import Tap
 from proxy.scopes import cancel_scope
 from proxy.state.limits import Limiter
 from proxy.transforms.response import ResponsePipeline

@@ -22,10 +22,10 @@ from typing import Any, Protocol
 
 import orjson
 
-from proxy.api.hostile import depth_exceeds, may_nest_deeper
 from proxy.backends.sse_frames import UsageCounter
 from proxy.errors import ApiError
 from proxy.formats.detect import REASONING_TAGS
+from proxy.nesting import depth_exceeds, may_nest_deeper
 from proxy.sse import (
     DONE,
     DONE_FRAME,

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from proxy.server_tools.definitions import McpTool
+from proxy.capabilities.server_tools import McpTool
 from proxy.server_tools.kept import KeptCalls
 from proxy.server_tools.mcp_servers import McpServers
 from proxy.server_tools.runner import Definition, ServerTools

@@ -21,7 +21,7 @@ from urllib.parse import quote, unquote, urlsplit
 import httpx
 import orjson
 
-from proxy.server_tools.definitions import ENV_REFERENCE, HttpTool
+from proxy.capabilities.server_tools import ENV_REFERENCE, HttpTool
 from proxy.server_tools.http_body import ACCEPT_ENCODING, read_capped
 from proxy.server_tools.http_target import origin_of, pinned_request, resolve_target
 from proxy.server_tools.local import ToolError, as_text

@@ -19,7 +19,7 @@ import orjson
 from proxy.server_tools.calculator import CalculatorError, evaluate, format_number
 
 if TYPE_CHECKING:
-    from proxy.server_tools.definitions import MockTool
+    from proxy.capabilities.server_tools import MockTool
 
 
 class ToolError(Exception):

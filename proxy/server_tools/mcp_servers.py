@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from proxy.server_tools.definitions import McpTool
+from proxy.capabilities.server_tools import McpTool
 from proxy.server_tools.http_tool import expand_env
 from proxy.server_tools.local import ToolError, as_text
 

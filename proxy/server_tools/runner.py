@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import orjson
 
-from proxy.server_tools.definitions import BuiltinTool, HttpTool, McpTool, MockTool
+from proxy.capabilities.server_tools import BuiltinTool, HttpTool, McpTool, MockTool
 from proxy.server_tools.http_tool import run_http
 from proxy.server_tools.local import BUILTIN_PARAMETERS, ToolError, run_mock
 from proxy.server_tools.mcp_servers import McpServers

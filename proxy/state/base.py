@@ -11,7 +11,7 @@ from typing import Literal, Protocol
 
 from prometheus_client import CollectorRegistry
 
-from proxy.flow.learning import LearnedFact
+from proxy.capabilities.learning import LearnedFact
 
 StateStatus = Literal["off", "ok", "degraded"]
 

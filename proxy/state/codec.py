@@ -17,9 +17,9 @@ from typing import Any, get_args
 import orjson
 from pydantic import ValidationError
 
+from proxy.capabilities.learning import LEARNED_FIELDS, FactSource, LearnedFact, merge_fact
 from proxy.capabilities.schema import LearnedEntry
 from proxy.errors import MAX_MODEL_NAME
-from proxy.flow.learning import LEARNED_FIELDS, FactSource, LearnedFact, merge_fact
 from proxy.settings import redact_url
 
 SCHEMA_VERSION = 1

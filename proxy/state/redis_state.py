@@ -40,8 +40,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from proxy.capabilities.learning import LearnedFact, fact_is_news
 from proxy.capabilities.resolve import normalise_model_name
-from proxy.flow.learning import LearnedFact, fact_is_news
 from proxy.state.base import StateStatus
 from proxy.state.codec import (
     Malformed,

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.api.chat_request import parse_chat_request
-from proxy.api.hostile import depth_exceeds, may_nest_deeper
+from proxy.api.chat.request import parse_chat_request
 from proxy.errors import ApiError
+from proxy.nesting import depth_exceeds, may_nest_deeper
 
 _leaves = (st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**63 - 1)
            | st.text(alphabet="ab[]{}\"\\", max_size=6))

@@ -15,10 +15,10 @@ from proxy.backends.probe import (
     probe_metadata,
     probe_model,
     probe_request,
-    run_probe_cli,
     server_root,
 )
 from proxy.capabilities.load import parse_capabilities
+from proxy.commands.probe import run_probe_cli
 from proxy.types import Observation
 
 ROOT = "http://ollama.test:11434"

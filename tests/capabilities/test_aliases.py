@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from proxy.capabilities.aliases import NO_ALIASES, Aliases
-from proxy.capabilities.check import run_check
+from proxy.commands.check import run_check
 from proxy.settings_sources import SettingsError, add_arguments, load_settings
 
 

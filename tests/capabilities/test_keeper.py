@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from proxy.capabilities.learning import LearnedFact
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.store import CapabilityStore
-from proxy.flow.learning import LearnedFact
 
 BASE = "# mine\nversion: 1\nmodels:\n  \"qwen3*\":\n    max_tools: 10\n"
 

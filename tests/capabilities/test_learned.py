@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from proxy.capabilities.learned import MAX_NAME_CHARS, apply_facts, trim_learned, unlearnable
+from proxy.capabilities.learning import LearnedFact
 from proxy.capabilities.schema import Capabilities
-from proxy.flow.learning import LearnedFact
 
 
 def fact(model: str, at: str = "2026-11-22T10:00:00Z") -> LearnedFact:

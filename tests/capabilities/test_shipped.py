@@ -8,13 +8,8 @@ import sys
 import tomllib
 from pathlib import Path
 
-from proxy.capabilities.shipped import (
-    INIT_CANNOT_WRITE,
-    INIT_EXISTS,
-    INIT_OK,
-    run_init,
-    shipped_text,
-)
+from proxy.capabilities.shipped import shipped_text
+from proxy.commands.init import INIT_CANNOT_WRITE, INIT_EXISTS, INIT_OK, run_init
 
 ROOT = Path(__file__).resolve().parents[2]
 

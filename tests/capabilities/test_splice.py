@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proxy.capabilities.learning import LearnedFact
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.splice import oldest_first, splice_checked, splice_learned
-from proxy.flow.learning import LearnedFact
 
 HEAD = "# mine\nversion: 1\nmodels:\n  \"qwen3*\":   # why\n    max_tools: 10\n\n"
 TAIL = "\n# after learned: still mine\ndefaults:\n  tools: auto\n"

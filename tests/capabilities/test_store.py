@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proxy.capabilities.learning import LearnedFact
 from proxy.capabilities.load import parse_capabilities
 from proxy.capabilities.schema import Capabilities
 from proxy.capabilities.shipped import shipped_text
 from proxy.capabilities.splice import splice_learned
 from proxy.capabilities.store import CapabilityStore
-from proxy.flow.learning import LearnedFact
 
 AT = "2026-11-22T10:00:00Z"
 BASE = """\

@@ -11,7 +11,7 @@ import openai
 import pytest
 from support.fake_ollama import FakeOllama
 
-from proxy.services import LISTING_FLOOR
+from proxy.backends.routing import LISTING_FLOOR
 
 MSG = [{"role": "user", "content": "hi"}]
 

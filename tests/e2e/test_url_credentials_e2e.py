@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from support.fake_ollama import FakeOllama
 
 from proxy.app import create_app
-from proxy.backends.probe import run_probe_cli
+from proxy.commands.probe import run_probe_cli
 from proxy.settings import Settings
 
 KEY = "sk-admin-key-7373"

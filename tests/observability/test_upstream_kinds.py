@@ -1,5 +1,5 @@
 """Each upstream is asked what it is once, the answer is logged, and silence is a warning
-(proxy/backends/identity.py, proxy/observability/startup.py)."""
+(proxy/backends/identity.py, proxy/startup.py)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ import orjson
 import pytest
 import trustme
 
-from proxy.server_tools.definitions import HttpTool
+from proxy.capabilities.server_tools import HttpTool
 from proxy.server_tools.host import ToolHost
 from proxy.server_tools.http_tool import run_http
 from proxy.server_tools.local import ToolError

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from proxy.server_tools.definitions import (
+from proxy.capabilities.server_tools import (
     HttpTool,
     MockTool,
     ServerToolDefinition,

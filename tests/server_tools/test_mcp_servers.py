@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from proxy.server_tools.definitions import McpTool
+from proxy.capabilities.server_tools import McpTool
 from proxy.server_tools.local import ToolError
 from proxy.server_tools.mcp_servers import McpServers
 from tests.support.mcp_inventory import inventory_app

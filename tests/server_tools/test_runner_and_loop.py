@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.server_tools.definitions import BuiltinTool, MockTool
+from proxy.capabilities.server_tools import BuiltinTool, MockTool
 from proxy.server_tools.loop import (
     LoopGuard,
     next_messages,

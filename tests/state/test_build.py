@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 from pydantic import ValidationError
 
-from proxy.flow.learning import LearnedFact
+from proxy.capabilities.learning import LearnedFact
 from proxy.settings import Settings, secrets
 from proxy.settings_sources import ENV_NAMES, SettingsError, load_settings
 from proxy.state import MemoryState, build_state

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.flow.learning import LearnedFact
+from proxy.capabilities.learning import LearnedFact
 from proxy.state.codec import (
     MAX_VALUE_BYTES,
     SCHEMA_VERSION,

@@ -26,7 +26,7 @@ from support.fake_ollama import FakeOllama
 from support.redis_server import RedisServer, running_redis
 
 from proxy.app import create_app
-from proxy.flow.learning import LearnedFact
+from proxy.capabilities.learning import LearnedFact
 from proxy.services import Services
 from proxy.settings import Settings
 from proxy.state.codec import SCHEMA_VERSION

@@ -62,8 +62,8 @@ async def one_model(request: Request) -> Response:
 
 async def _models(ex: Exchange) -> list[str]:
     svc = ex.svc
-    await svc.refresh_listing()
-    return list(svc.listing)
+    await svc.router.refresh_listing()
+    return list(svc.router.listing)
 
 
 async def _list(ex: Exchange) -> Response:
@@ -81,7 +81,7 @@ async def _one(ex: Exchange, model: str) -> Response:
     served = ex.svc.served(model)
     if served != model:
         ex.record.alias = model
-    if not ex.svc.knows(served):
+    if not ex.svc.router.knows(served):
         named = f"models/{model}" + (f" (an alias of {served})" if served != model else "")
         raise ApiError(404, f"{named} is not found: no upstream of this toolshim "
                        "lists or routes it")

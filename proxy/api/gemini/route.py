@@ -20,21 +20,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Send
 
+from proxy.api.body import check_tool_refs, load_body, read_body
 from proxy.api.chat_output import ChatOutput, chat_chunks
-from proxy.api.chat_request import check_tool_refs, load_body, read_body
 from proxy.api.failures import answer_or_error
 from proxy.api.gemini.answer import AnswerBuilder, sse_frame
 from proxy.api.gemini.errors import render
 from proxy.api.gemini.path import split_method
 from proxy.api.gemini.request import Translated, to_chat
 from proxy.api.relay import SseResponse, SseWriter
+from proxy.api.stream_tail import stream_body
 from proxy.backends.context import estimate_tokens
-from proxy.chat import aliased
 from proxy.errors import ApiError, check_model_name
+from proxy.flow.chat import aliased
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.translate import ChunkOut
 from proxy.observability.telemetry import RequestRecord
-from proxy.scopes import cancel_scope
 from proxy.services import Services
 from proxy.types import JSON
 
@@ -142,24 +142,24 @@ class _Framing:
         return b"" if self.sse else b"]" if self.opened else b"[]"
 
 
-async def _chunks(ex: Exchange, builder: AnswerBuilder, output: ChatOutput, frame: _Framing,
-                  direct: SseWriter | None = None) -> AsyncIterator[bytes]:
+def _chunks(ex: Exchange, builder: AnswerBuilder, output: ChatOutput, frame: _Framing,
+            direct: SseWriter | None = None) -> AsyncIterator[bytes]:
     batches = output.raw_batches(direct)
-    try:
-        async for batch in batches:
-            if batch:  # an empty batch is the flow waiting: nothing empty is sent
-                piece = frame(builder.feed_batch(batch))
-                if piece:
-                    yield piece
-        yield frame([builder.finish()]) + frame.close()
-    except ApiError as exc:
-        exc = exc.settled()
-        # A failure once the stream started is an error chunk, never a finishReason.
-        yield frame([builder.fail(exc.status, ex.shown(exc.message))]) + frame.close()
-    except Exception:
-        ex.svc.telemetry.log.exception("gemini stream failed inside toolshim", extra={
-            "record": {"request_id": ex.record.request_id}})
-        yield frame([builder.fail(500, "internal error in toolshim")]) + frame.close()
-    finally:
-        with cancel_scope(shield=True):
-            await batches.aclose()  # type: ignore[attr-defined]
+    return stream_body(ex, batches, _Pieces(builder, frame), "gemini", batches.aclose)
+
+
+class _Pieces:
+    """A Gemini stream's pieces: an empty batch is the flow waiting (nothing empty is
+    sent); a failure once the stream started is an error chunk, never a finishReason."""
+
+    def __init__(self, builder: AnswerBuilder, frame: _Framing) -> None:
+        self.builder, self.frame = builder, frame
+
+    def piece(self, batch: list[ChunkOut]) -> bytes:
+        return self.frame(self.builder.feed_batch(batch)) if batch else b""
+
+    def end(self) -> bytes:
+        return self.frame([self.builder.finish()]) + self.frame.close()
+
+    def failed(self, error: ApiError) -> bytes:
+        return self.frame([self.builder.fail(error.status, error.message)]) + self.frame.close()

@@ -20,8 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Send
 
+from proxy.api.body import check_tool_refs, load_body, read_body
 from proxy.api.chat_output import ChatOutput, chat_chunks, output_of
-from proxy.api.chat_request import check_tool_refs, load_body, read_body
 from proxy.api.disconnect import unless_client_leaves
 from proxy.api.failures import answer_or_error, client_left
 from proxy.api.messages.errors import error_type, render
@@ -29,13 +29,13 @@ from proxy.api.messages.events import PING_FRAME, MessageBuilder, frames
 from proxy.api.messages.request import Translated, to_chat, validate
 from proxy.api.messages.waiting import WaitingStream, answered_in_time, drop
 from proxy.api.relay import SseResponse, SseWriter
+from proxy.api.stream_tail import stream_body
 from proxy.backends.context import prompt_tokens
-from proxy.chat import run_chat
 from proxy.errors import ApiError
+from proxy.flow.chat import run_chat
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.translate import ChunkOut
 from proxy.observability.telemetry import RequestRecord
-from proxy.scopes import cancel_scope
 from proxy.services import Services
 from proxy.sse import KEEPALIVE
 from proxy.types import ChatRequest
@@ -126,31 +126,36 @@ class _MessagesStream(SseResponse):
         return self.builder.opening() + frames(events) if events else b""
 
 
-async def _events(ex: Exchange, builder: MessageBuilder, output: ChatOutput,
-                  direct: SseWriter | None = None) -> AsyncIterator[bytes]:
-    # message_start leaves with the first piece (`opening`), whoever writes it.
+def _events(ex: Exchange, builder: MessageBuilder, output: ChatOutput,
+            direct: SseWriter | None = None) -> AsyncIterator[bytes]:
     batches = output.raw_batches(direct)
-    try:
-        async for batch in batches:
-            events = builder.feed_batch(batch)
-            if events:
-                yield builder.opening() + frames(events)
-            elif all(item is KEEPALIVE for item in batch):
-                # the flow is waiting on the backend: the API's own keep-alive
-                yield builder.opening() + PING_FRAME
-        yield builder.opening() + frames(builder.finish())
-    except ApiError as exc:
-        exc = exc.settled()
-        # A failure once the stream started is the API's `error` event, never message_stop.
-        yield builder.opening() + frames(builder.fail(error_type(exc.status),
-                                                      ex.shown(exc.message)))
-    except Exception:
-        ex.svc.telemetry.log.exception("messages stream failed inside toolshim", extra={
-            "record": {"request_id": ex.record.request_id}})
-        yield builder.opening() + frames(builder.fail("api_error", "internal error in toolshim"))
-    finally:
-        with cancel_scope(shield=True):
-            await batches.aclose()  # type: ignore[attr-defined]
+    return stream_body(ex, batches, _Framing(builder), "messages", batches.aclose)
+
+
+class _Framing:
+    """A Messages stream's pieces; `message_start` leaves with the first of them
+    (`opening`), whoever writes it. A failure once the stream started is the API's
+    `error` event, never message_stop."""
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.builder = builder
+
+    def piece(self, batch: list[ChunkOut]) -> bytes:
+        builder = self.builder
+        events = builder.feed_batch(batch)
+        if events:
+            return builder.opening() + frames(events)
+        if all(item is KEEPALIVE for item in batch):
+            # the flow is waiting on the backend: the API's own keep-alive
+            return builder.opening() + PING_FRAME
+        return b""
+
+    def end(self) -> bytes:
+        return self.builder.opening() + frames(self.builder.finish())
+
+    def failed(self, error: ApiError) -> bytes:
+        return self.builder.opening() + frames(self.builder.fail(error_type(error.status),
+                                                                 error.message))
 
 
 # --- count_tokens --------------------------------------------------------------

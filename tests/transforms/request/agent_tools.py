@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.api.responses_tools import chat_tool
+from proxy.api.responses.tools import chat_tool
 
 SAFE = 9007199254740991  # Number.MAX_SAFE_INTEGER: zod's bounds for z.number().int()
 LONG = ("Executes a given bash command in a persistent shell session with optional "

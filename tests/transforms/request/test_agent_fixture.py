@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.api.responses_request import to_chat, validate
+from proxy.api.responses.request import to_chat, validate
 from proxy.transforms.request import apply_request_steps
 from proxy.types import Plan, Profile, SchemaRewrite
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.api.responses_request import Translated, to_chat, validate
+from proxy.api.responses.request import Translated, to_chat, validate
 from proxy.errors import ApiError
 
 FN: dict[str, Any] = {"type": "function", "name": "f", "description": "d",

@@ -1,11 +1,11 @@
-"""POST /v1/chat/completions: the whole flow, top to bottom.
+"""One chat request's answer, top to bottom, whatever door it came through.
 
-parse -> `run_chat`: route, resolve the model's profile (probing unknown
+`run_chat`: route, resolve the model's profile (probing unknown
 models), then `open_turn`: request steps -> upstream, driven by the pure retry
-policy -> response stages -> a `ChatRun` -> respond: SSE or one JSON body
-(relay.py) -> at `ChatRun.aclose()`, observations to the store and telemetry.
+policy -> response stages -> a `ChatRun` the door writes in its own dialect ->
+at `ChatRun.aclose()`, observations to the store and telemetry.
 
-The seam other client APIs and multi-turn features build on:
+The seam every client dialect (api/) and multi-turn feature builds on:
 
 - `run_chat(ex, chat) -> ChatRun`: one chat request's answer, independent of
   the client's wire format. `run.headers()` before the first byte,
@@ -22,8 +22,7 @@ The seam other client APIs and multi-turn features build on:
   JSON bytes (a whole read of them as `SseFrames`), decoded only by readers that
   need dicts (`as_chunks`).
 
-Only this module, passthrough.py, upstream.py, proxy/flow/run.py and the
-store do I/O.
+Must not: know any client's wire format or read the HTTP request body.
 """
 
 from __future__ import annotations
@@ -34,67 +33,40 @@ from dataclasses import replace
 
 import anyio
 import httpx
-from starlette.requests import Request
-from starlette.responses import Response
 
-from proxy.api.chat_request import parse_chat_request, read_body
-from proxy.api.disconnect import unless_client_leaves
-from proxy.api.failures import answer_or_error, client_left
-from proxy.api.relay import json_response, sse_response
 from proxy.backends.adapting import MAX_QUIRK_RETRIES, AdaptingSender
 from proxy.backends.error_text import client_message
 from proxy.backends.listing import require_listed
 from proxy.backends.probe import probe_metadata
 from proxy.backends.refusals import Refusal, classify_refusal
-from proxy.backends.routing import send_chat
+from proxy.backends.routing import new_call_id
 from proxy.backends.sse_frames import wants_usage
 from proxy.backends.upstream import Upstream, forward_headers, read_whole
-from proxy.console.gate import below_min_validation
+from proxy.capabilities.learning import facts_from
+from proxy.capabilities.store import now_iso
 from proxy.errors import ApiError, upstream_error_body
 from proxy.flow.ahead import Ahead
 from proxy.flow.correct import CorrectingTurn
-from proxy.flow.exchange import Exchange, now_iso
-from proxy.flow.learning import facts_from
-from proxy.flow.retry import initial_plan, next_plan, rung_name
+from proxy.flow.exchange import Exchange
+from proxy.flow.retry import below_min_validation, initial_plan, next_plan, rung_name
 from proxy.flow.run import ChatRun, Turn, UpstreamCall
+from proxy.flow.send import send_chat
 from proxy.flow.server_loop import offered_server_tools, server_tool_run
-from proxy.observability.telemetry import RequestRecord
 from proxy.scopes import cancel_scope
-from proxy.services import Services, new_call_id
+from proxy.services import Services
 from proxy.transforms.request import apply_request_steps
 from proxy.transforms.response import ResponsePipeline, build_pipeline
 from proxy.types import ChatRequest, Observation, Plan, Profile
-
-
-async def chat_completions(request: Request) -> Response:
-    svc: Services = request.app.state.services
-    ex = Exchange(svc, request, RequestRecord(request.state.request_id, "chat.completions"))
-    return await answer_or_error(ex, _handle(ex), "chat request")
-
-
-async def _handle(ex: Exchange) -> Response:
-    chat = parse_chat_request(await read_body(ex.request, ex.svc.settings.max_body_bytes))
-    reply = await unless_client_leaves(ex.request.receive, _answer(ex, chat))
-    if reply is None:
-        raise client_left()
-    return reply
-
-
-async def _answer(ex: Exchange, chat: ChatRequest) -> Response:
-    run = await run_chat(ex, chat)
-    if ex.record.stream:
-        return sse_response(run)
-    return await json_response(run)
 
 
 async def run_chat(ex: Exchange, chat: ChatRequest) -> ChatRun:
     """The answer to one chat request, as chunks; the caller must `aclose()` it."""
     svc = ex.svc
     chat = aliased(ex, chat)
-    upstream = await svc.route(chat["model"])
+    upstream = await svc.router.route(chat["model"])
     ex.record.model, ex.record.upstream = chat["model"], upstream.root
     ex.record.stream = bool(chat.get("stream"))
-    await require_listed(svc, chat["model"])  # 404 rather than another model
+    await require_listed(svc.router, chat["model"])  # 404 rather than another model
     if svc.settings.log_prompts:
         _log_prompt(ex, chat)
     profile = await profile_with_probe(svc, chat["model"], upstream)
@@ -144,8 +116,23 @@ async def open_turn(ex: Exchange, chat: ChatRequest, profile: Profile,
 
 def first_plan(ex: Exchange, chat: ChatRequest, profile: Profile) -> Plan:
     """The rung a request is first sent on (the retry ladder's top for this profile)."""
-    plan = initial_plan(profile, bool(chat.get("tools")))
-    return below_min_validation(ex.svc, profile, plan, has_tools=bool(chat.get("tools")))
+    has_tools = bool(chat.get("tools"))
+    plan = initial_plan(profile, has_tools)
+    minimum = ex.svc.settings.min_validation
+    if minimum is None or not has_tools:
+        return plan
+    # --min-validation: a model validated below it gets its requests with tools off;
+    # a model never validated is left alone.
+    entry = ex.svc.store.learned_entry(profile.model)
+    result = entry.validation if entry is not None else None
+    if result is None:
+        return plan
+    gated = below_min_validation(plan, minimum, result.passed, result.total)
+    if gated is not plan:
+        ex.svc.telemetry.log.info(
+            "tools off for %s: validation %d/%d is below --min-validation %s",
+            profile.model, result.passed, result.total, minimum)
+    return gated
 
 
 def _stages(ex: Exchange, chat: ChatRequest, profile: Profile, plan: Plan) -> ResponsePipeline:
@@ -201,7 +188,7 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
     headers["content-type"] = "application/json"
     headers["accept-encoding"] = "identity"
     # Backend quirks (backends/adapting.py) over the edge that picks /v1 or Ollama's
-    # native /api/chat for this model (backends/routing.py).
+    # native /api/chat for this model (flow/send.py).
     sender = AdaptingSender(profile, chat, post=lambda sent, current: send_chat(
         ex, upstream, sent, current, headers))
     for attempt in range(3 + MAX_QUIRK_RETRIES):

@@ -12,9 +12,9 @@ from typing import IO, Any
 
 import httpx
 
+from proxy.capabilities.store import now_iso
 from proxy.console.validate import BATTERY, record_validation, run_battery
 from proxy.errors import ApiError
-from proxy.flow.exchange import now_iso
 from proxy.settings import Settings
 
 
@@ -28,8 +28,8 @@ async def run_validate_cli(settings: Settings, models: list[str], every: bool,
     async with app.router.lifespan_context(app):
         svc = app.state.services
         if every:
-            await svc.refresh_listing()
-            models = models + [m for m in svc.listing if m not in models]
+            await svc.router.refresh_listing()
+            models = models + [m for m in svc.router.listing if m not in models]
         if not models:
             out.write("no models to validate: the upstreams listed none\n")
             return 2

@@ -15,9 +15,9 @@ from openai._models import construct_type
 from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.responses import ResponseStreamEvent
 
-from proxy.api.responses_events import ResponseBuilder
-from proxy.api.responses_request import input_messages, split_tools, to_chat
-from proxy.api.responses_tools import (
+from proxy.api.responses.events import ResponseBuilder
+from proxy.api.responses.request import input_messages, split_tools, to_chat
+from proxy.api.responses.tools import (
     chat_arguments,
     chat_tool,
     custom_description,

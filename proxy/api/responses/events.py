@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from proxy.api.responses_tools import CUSTOM, LOCAL_SHELL, chat_arguments, item_fields
+from proxy.api.responses.tools import CUSTOM, LOCAL_SHELL, chat_arguments, item_fields
 from proxy.flow.translate import plain_content
 from proxy.types import JSON, Chunk, Message
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from starlette.requests import Request
 
-from proxy.api.chat_request import read_body
+from proxy.api.body import read_body
 from proxy.api.client_timeouts import TIMED_OUT
 from proxy.errors import ApiError
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any, NotRequired
 from pydantic import ConfigDict, Field, StrictBool, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
-from proxy.api.responses_tools import chat_arguments, chat_tool, custom_tool_problem, kinds, name_of
+from proxy.api.responses.tools import chat_arguments, chat_tool, custom_tool_problem, kinds, name_of
 from proxy.errors import ApiError, check_model_name
 from proxy.types import JSON, ChatRequest, Message
 

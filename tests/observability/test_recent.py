@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from proxy.console.recent import CAPTURE_HEADER, ConsoleState
-from proxy.console.tap import Capture, Tap
+from proxy.observability.recent import CAPTURE_HEADER, ConsoleState
+from proxy.observability.tap import Capture, Tap
 from proxy.observability.telemetry import RequestRecord
 from proxy.types import Observation
 

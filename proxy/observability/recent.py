@@ -21,7 +21,7 @@ import orjson
 from cachetools import LRUCache
 from starlette.requests import Request
 
-from proxy.console.tap import Capture, Tap
+from proxy.observability.tap import Capture, Tap
 from proxy.observability.telemetry import RequestRecord
 from proxy.settings import redact_url
 from proxy.types import Observation

@@ -12,7 +12,7 @@ from openai._models import construct_type
 from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.responses import ResponseStreamEvent
 
-from proxy.api.responses_events import ResponseBuilder
+from proxy.api.responses.events import ResponseBuilder
 from proxy.types import Chunk
 
 ECHO: dict[str, Any] = {"model": "m", "tools": [], "tool_choice": "auto",

@@ -3,7 +3,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from proxy.capabilities.check import check_text, run_check
+from proxy.commands.check import check_text, run_check
 
 
 def run(path: Path | str) -> tuple[int, list[str]]:

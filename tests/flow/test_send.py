@@ -9,7 +9,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from proxy.backends.context import estimate_tokens
-from proxy.backends.routing import _trim, wants_native
+from proxy.flow.send import _trim, wants_native
 from proxy.types import Profile
 
 

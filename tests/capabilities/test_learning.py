@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.flow.learning import (
+from proxy.capabilities.learning import (
     LEARNED_FIELDS,
     LearnedFact,
     fact_is_news,

@@ -5,7 +5,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.api.responses_store import ResponsesStore, weigh
+from proxy.api.responses.store import ResponsesStore, weigh
 
 
 def test_bounded_oldest_goes_first() -> None:

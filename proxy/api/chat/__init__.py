@@ -1,0 +1,1 @@
+"""The OpenAI chat dialect: POST /v1/chat/completions (`request` parses, `route` answers)."""
