@@ -5,6 +5,7 @@ inside `<think>`), then tool calls written as text are recovered into
 `tool_calls` deltas, then every call (native or recovered) is assembled,
 checked against the client's tools and emitted in OpenAI's delta shape.
 Each stage is sans-IO: `feed(chunk) -> chunks`, `flush() -> chunks`.
+Must not: reorder the stages anywhere else, or let a stage do I/O.
 """
 
 from __future__ import annotations
