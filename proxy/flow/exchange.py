@@ -101,7 +101,8 @@ class Exchange:
         self.reported = True
         self.svc.telemetry.request_done(self.record, self.observations)
         self.svc.console.finished(self.record, self.observations, self.tap)
-        self._learn()  # what was found after the settling
+        if len(self.observations) > self.learned:
+            self._learn()  # what was found after the settling
 
     def _learn(self) -> None:
         new, self.learned = self.observations[self.learned:], len(self.observations)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from proxy.formats import FORMATS
 from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.detect import (
     REASONING,
@@ -22,7 +21,6 @@ from proxy.formats.detect import (
     THINK_BREAKERS,
     THINK_CLOSES,
     TagWatch,
-    controls_of,
     drop_controls,
     first_breaker,
     first_tag,
@@ -39,10 +37,9 @@ from proxy.formats.stream_edges import (
     FENCE_LINE,
     JSON_INFO,
     LINE_START,
-    formats_and_markers,
     functionary_lead,
-    needed_chars,
     partial_fence,
+    searched_for,
     unsent,
 )
 from proxy.types import JSON
@@ -59,12 +56,9 @@ class StreamRecovery:
     ) -> None:
         self._tools = dict(tools)
         self._leads = (ALL, *self._tools)
-        self._order, self._markers, self._controls = formats_and_markers(
-            preferred, tuple(FORMATS.values()))
-        self._dropped = controls_of(self._order)
+        (self._order, self._markers, self._controls, self._dropped, self._marker_set,
+         self._quiet) = searched_for(preferred)
         self._keep = keep_reasoning
-        self._marker_set = marker_set(self._markers)
-        self._quiet = needed_chars(self._markers)
         self._buf = ""
         # Deltas that cannot change anything yet (feed), joined into _buf when they can.
         self._pending: list[str] = []

@@ -13,9 +13,9 @@ from __future__ import annotations
 import functools
 import re
 
-from proxy.formats import format_order
+from proxy.formats import FORMATS, format_order
 from proxy.formats.base import TextFormat
-from proxy.formats.detect import GENERIC_MARKERS, REASONING, controls_of
+from proxy.formats.detect import GENERIC_MARKERS, REASONING, MarkerSet, controls_of, marker_set
 
 LINE_START = re.compile(r"(?m)^[ \t]*([{\[]|`{3,}|~{3,})")
 PARTIAL_FENCE = re.compile(r"(?:\A|\n)[ \t]*(`{1,2}|~{1,2})\Z")
@@ -27,6 +27,18 @@ JSON_INFO = ("", "json", "json5", "jsonc")
 # an offered tool's name, a newline and the JSON arguments (a call).
 ALL = "all"
 _FIRST_LINE = re.compile(r"[ \t]*([^\s>]*)([ \t]*)")
+
+
+@functools.lru_cache(maxsize=64)
+def searched_for(preferred: str | None) -> tuple[
+        tuple[TextFormat, ...], tuple[str, ...], frozenset[str], tuple[str, ...], MarkerSet,
+        re.Pattern[str]]:
+    """What a stream searches for, by its preferred format: made once, not per stream
+    (the registry is fixed at import; hashing it and the markers again per request
+    cost more than the search of a short answer)."""
+    order, markers, controls = formats_and_markers(preferred, tuple(FORMATS.values()))
+    return order, markers, controls, controls_of(order), marker_set(markers), \
+        needed_chars(markers)
 
 
 @functools.lru_cache(maxsize=64)

@@ -25,11 +25,12 @@ from proxy.api.chat_output import ChatOutput, chat_chunks
 from proxy.api.failures import answer_or_error
 from proxy.api.gemini.answer import AnswerBuilder, sse_frame
 from proxy.api.gemini.errors import render
-from proxy.api.gemini.path import split_method
+from proxy.api.gemini.path import METHODS, split_method
 from proxy.api.gemini.request import Translated, to_chat
 from proxy.api.relay import SseResponse, SseWriter
 from proxy.api.stream_tail import stream_body
 from proxy.backends.context import estimate_tokens
+from proxy.backends.listing import require_listed
 from proxy.errors import ApiError, check_model_name
 from proxy.flow.chat import aliased
 from proxy.flow.exchange import Exchange, call_headers
@@ -50,10 +51,9 @@ async def model_method(request: Request) -> Response:
 
 
 async def _handle(ex: Exchange, target: tuple[str, str] | None) -> Response:
-    if target is None or target[1] not in ("generateContent", "streamGenerateContent",
-                                           "countTokens"):
+    if target is None or target[1] not in METHODS:
         raise ApiError(404, f"{ex.request.url.path!r} names no model method this server "
-                       "has (generateContent, streamGenerateContent, countTokens)")
+                       f"has ({', '.join(METHODS)})")
     model, method = target
     check_model_name(model)
     raw = await read_body(ex.request, ex.svc.settings.max_body_bytes)
@@ -63,7 +63,7 @@ async def _handle(ex: Exchange, target: tuple[str, str] | None) -> Response:
         check_tool_refs(translated.chat)  # the chat door's checks: $ref cycles, expansion
     ex.record.tools_stripped += translated.stripped
     if method == "countTokens":
-        return _count(ex, translated)
+        return await _count(ex, translated)
     builder = AnswerBuilder(model, thoughts=translated.thoughts,
                             prompt_tokens=_estimate(ex, ex.svc.served(model), len(raw)))
     output = await chat_chunks(ex, translated.chat)
@@ -89,11 +89,13 @@ def _estimate(ex: Exchange, model: str, chars: int) -> int:
     return estimate_tokens(chars, 1, profile.chars_per_token) - 1
 
 
-def _count(ex: Exchange, translated: Translated) -> Response:
+async def _count(ex: Exchange, translated: Translated) -> Response:
     """`{"totalTokens": N}` by toolshim's own estimate of the translated request,
     without running the model: the model that would serve it (an alias's target)."""
     chat = aliased(ex, translated.chat)
     ex.record.model = chat["model"]
+    # A model no upstream serves is not found here either, as generating content says.
+    await require_listed(ex.svc.router, chat["model"])
     count = _estimate(ex, chat["model"], len(orjson.dumps(chat)))
     ex.finish(200)
     return JSONResponse({"totalTokens": count},

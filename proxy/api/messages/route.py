@@ -31,8 +31,9 @@ from proxy.api.messages.waiting import WaitingStream, answered_in_time, drop
 from proxy.api.relay import SseResponse, SseWriter
 from proxy.api.stream_tail import stream_body
 from proxy.backends.context import prompt_tokens
+from proxy.backends.listing import require_listed
 from proxy.errors import ApiError
-from proxy.flow.chat import run_chat
+from proxy.flow.chat import aliased, run_chat
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.translate import ChunkOut
 from proxy.observability.telemetry import RequestRecord
@@ -173,13 +174,12 @@ async def _count(ex: Exchange) -> Response:
     without running the model."""
     raw = await read_body(ex.request, ex.svc.settings.max_body_bytes)
     translated = to_chat(_decode(raw, counting=True))
-    chat = translated.chat
+    chat = aliased(ex, translated.chat)
     chat.pop("max_tokens", None)
-    served = ex.svc.served(chat["model"])
-    ex.record.model = served
-    if served != chat["model"]:
-        ex.record.alias = chat["model"]
-    profile = ex.svc.store.profile(served)
+    ex.record.model = chat["model"]
+    # A model no upstream serves is not found here either, as creating a message says.
+    await require_listed(ex.svc.router, chat["model"])
+    profile = ex.svc.store.profile(chat["model"])
     count = prompt_tokens(len(orjson.dumps(chat)), profile.chars_per_token)
     ex.finish(200)
     return JSONResponse({"input_tokens": count},
