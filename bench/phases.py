@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proxy.api import client_timeouts, head_with_body
-from proxy.backends import wire
+from proxy.backends import wire, wire_connection
 from proxy.cli import main
 from proxy.middleware import Edge
 
@@ -98,7 +98,7 @@ def _fixed_marks() -> None:
 
     _patch(client_timeouts.HeaderTimeoutProtocol, "data_received", arrival)
     _patch(wire.WireTransport, "_answered", upstream_write)
-    _patch(wire._Connection, "data_received", upstream_in)
+    _patch(wire_connection.Connection, "data_received", upstream_in)
     _patch(head_with_body.HeadWithBody, "write", written)
     _patch(head_with_body.HeadWithBody, "flush", flushed)
     _patch(Edge, "__call__", ended)

@@ -86,7 +86,7 @@ def from_env() -> Starlette:
     Uses the settings the parent resolved if present, else TOOLSHIM_* variables.
     """
     from proxy.observability.logs import setup_logging
-    from proxy.settings import settings_from_env
+    from proxy.settings_sources import settings_from_env
 
     settings = settings_from_env()
     setup_logging(settings.log_level, settings.log_format, secrets(settings))

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from proxy.settings import Settings
 
 from proxy import __version__
-from proxy.settings import SettingsError, add_arguments, load_settings, secrets
+from proxy.settings import secrets
+from proxy.settings_sources import SettingsError, add_arguments, load_settings
 
 _COMMANDS = ("serve", "check", "probe", "validate", "init")
 _COMMAND_HELP = """commands:
@@ -144,7 +145,7 @@ def _run_workers(settings: Settings) -> None:
     """
     import uvicorn
 
-    from proxy.settings import SETTINGS_ENV
+    from proxy.settings_sources import SETTINGS_ENV
 
     os.environ[SETTINGS_ENV] = settings.model_dump_json()
     uvicorn.run("proxy.app:from_env", factory=True, workers=settings.workers,

@@ -3,6 +3,8 @@
 Every error a client sees from toolshim has the shape
 `{"error": {"message", "type", "param", "code"}}`, so the OpenAI SDKs map it to
 their usual exception classes (400 BadRequestError, 404 NotFoundError, ...).
+Must not: log, or put what a client may not see (keys, upstream credentials,
+tracebacks) into a message; the other dialects' envelopes are their own.
 """
 
 from __future__ import annotations

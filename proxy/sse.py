@@ -4,6 +4,7 @@ The upstream's byte stream arrives in TCP-sized pieces that cut lines, and even
 a `\\r\\n` pair, anywhere; `SseDecoder` carries the unfinished part over (like
 httpx's LineDecoder) and hands out whole events only. Encoding is the OpenAI
 framing every SDK expects: `data: <json>\\n\\n`, ended by `data: [DONE]\\n\\n`.
+Must not: parse an event's JSON or know what a chunk means (the translator does).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ class SseDecoder:
     def feed(self, chunk: bytes) -> list[SseEvent]:
         buf = self._tail + chunk if self._tail else chunk
         # find(), not `in`: CPython 3.11 first tries a bytes needle as an integer,
-        # making and dropping a TypeError (~2,000 instructions) on every test.
+        # making and dropping a TypeError on every test.
         if not self._data and buf.find(b"\r") < 0:
             return self._feed_lf(buf)
         # A trailing \r may be the first half of \r\n: keep it for the next piece.

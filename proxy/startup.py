@@ -29,13 +29,13 @@ def freeze_startup_heap() -> None:
     cyclic collector's reach for the process's life (`gc.freeze`).
 
     Requests make short-lived containers by the thousand, so the collector runs
-    often; its occasional full pass walked every object imported at start, a
-    pause of milliseconds in whichever request triggered it (W1's p99). Only for
-    a server process: in a test process, apps come and go.
+    often; its occasional full pass would walk every object imported at start, a
+    pause of milliseconds in whichever request triggered it. Only for a server
+    process: in a test process, apps come and go.
 
-    The young generation is collected every 7,000 new containers instead of 700:
-    a small request makes several hundred, so it was collected every request or
-    two (2% of W1's instructions in callgrind); the older ones as by default.
+    The young generation is collected every 7,000 new containers, not CPython's
+    700: a small request makes several hundred, so at 700 it would run every
+    request or two; the older ones as by default.
     """
     gc.collect()
     gc.freeze()

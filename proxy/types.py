@@ -2,7 +2,8 @@
 
 Wire data (OpenAI request bodies, chunks, messages) stay plain orjson dicts,
 typed as aliases; our own values (Profile, Observation, Plan) are frozen
-dataclasses. Nothing here does I/O.
+dataclasses. Must not: do I/O, or import any other toolshim module: every layer
+imports this.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from ruamel.yaml import YAML
 from starlette.routing import Route
 
 from proxy.app import create_app
-from proxy.settings import ENV_NAMES, Settings, load_settings
+from proxy.settings import Settings
+from proxy.settings_sources import ENV_NAMES, load_settings
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 ROUTES = {r.path for r in create_app(Settings()).routes if isinstance(r, Route)}

@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     return subprocess.run(
-        [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command;"
-         " sys.exit(lint_imports_command())", "--no-cache"],
+        [sys.executable, "-c", ("import sys; from importlinter.cli import lint_imports_command;"
+                                " sys.exit(lint_imports_command())"), "--no-cache"],
         cwd=tree, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 

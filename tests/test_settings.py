@@ -6,7 +6,8 @@ import argparse
 
 import pytest
 
-from proxy.settings import SettingsError, add_arguments, load_settings, upstream_root
+from proxy.settings import upstream_root
+from proxy.settings_sources import SettingsError, add_arguments, load_settings
 
 
 def _args(*argv: str) -> argparse.Namespace:

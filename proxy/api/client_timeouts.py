@@ -53,7 +53,7 @@ _BAD_REQUEST_ANSWER = (b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/j
 
 def _header_timeout() -> float:
     """For worker processes, which get the protocol class by name: the resolved settings."""
-    from proxy.settings import settings_from_env
+    from proxy.settings_sources import settings_from_env
 
     return settings_from_env().client_timeout
 

@@ -4,6 +4,7 @@ Pure: the caller supplies what it knows (the prompt's size in characters, the wi
 the model runs with now, the model's own maximum, the size toolshim already asked
 for) and gets a decision back. Ollama silently cuts a prompt that does not fit from
 the front, tool definitions first (docs/backends.md 1e), so the estimate errs large.
+Must not: ask Ollama anything or keep state (routing.py asks, the caller keeps).
 """
 
 from __future__ import annotations

@@ -37,7 +37,6 @@ import httpx
 from proxy.settings import Settings, redact_url
 
 Transport = Literal["httpx", "wire"]
-TRANSPORTS: tuple[Transport, ...] = ("httpx", "wire")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 A backend's 5xx may carry a Python traceback, a validation dump or server file
 paths (llama-cpp-python puts all three in `error.message`). The client gets the
 first meaningful line and the status; the whole text goes to the log at debug
-level, for whoever runs the backend.
+level, for whoever runs the backend. Must not: change the status, or hand the
+client more of the backend's text than that first line.
 """
 
 from __future__ import annotations

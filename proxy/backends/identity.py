@@ -6,6 +6,8 @@ adapter reuses, so it is asked once, not twice. An OpenAI-style server is told
 apart by what it answers besides /v1: vLLM's /version, llama.cpp's /props; any
 other is logged as OpenAI-compatible (its /v1 is left to the requests: a person
 reading an upstream's access log sees only what toolshim needed).
+Must not: decide anything a request does (it names the server for people only), or
+hold a request up: a failed or slow question is logged as unknown.
 """
 
 from __future__ import annotations

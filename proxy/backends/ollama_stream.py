@@ -7,6 +7,8 @@ shapes (docs/backends.md 1c, R4): content and `thinking` per line, tool calls wh
 the llama-server variant), `done_reason` stop/length, token counts on the last line,
 and `{"error": ...}` as a line of its own mid-stream. `native_completion` maps the
 non-stream answer with the same delta rules, so the two cannot drift.
+Must not: do I/O, check calls against the offered tools (the response stages do),
+or hold content back: each line's text goes out as soon as it is read.
 """
 
 from __future__ import annotations
@@ -45,7 +47,6 @@ class NativeStream:
         self.done = False
         self.failure: ApiError | None = None
         self.prompt_eval_count: int | None = None
-        self.eval_count: int | None = None
         self._tail = b""
 
     def feed(self, data: bytes) -> bytes:
@@ -56,7 +57,7 @@ class NativeStream:
         self._tail = lines.pop()
         if len(lines) > 1:
             # A read of many lines (a fast stream) is decoded as one JSON array: one
-            # call instead of one per line (-20% of the translation). Lines that are each
+            # call instead of one per line. Lines that are each
             # a JSON value decode to exactly those; broken ones fail to join or join into
             # another count, and are then decoded one by one, which finds the bad one.
             try:
@@ -116,7 +117,6 @@ class NativeStream:
         if obj.get("done"):
             self.done = True
             self.prompt_eval_count = _count(obj.get("prompt_eval_count"))
-            self.eval_count = _count(obj.get("eval_count"))
             out.append(self._chunk({}, finish_reason(obj.get("done_reason"), self.calls.count)))
             if self.include_usage:
                 out.append({**self.base, "choices": [], "usage": usage(obj)})

@@ -2,7 +2,8 @@
 
 Asked only after the probes came back empty: one more tiny request, whose
 failure is classified instead of swallowed. The exit codes are documented in
-README ("toolshim probe").
+README ("toolshim probe"). Must not: retry, or show an upstream URL with its
+credentials.
 """
 
 from __future__ import annotations

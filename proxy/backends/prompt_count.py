@@ -5,6 +5,8 @@ counted (routing.py); a native answer says `prompt_eval_count`, a /v1 answer the
 same number as `usage.prompt_tokens` in its JSON or its last stream chunk. The body
 is handed on byte for byte, pushed reads included (wire.py's `wait_pushed`), and
 looked at only until the count is found: one `find` per read.
+Must not: change, delay or buffer a byte of the body, or fail it when no count
+comes.
 """
 
 from __future__ import annotations

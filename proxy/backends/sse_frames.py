@@ -7,6 +7,7 @@ when the client asked for it, `[DONE]`); `UsageCounter` watches a real stream
 (from the translator) and, when the client asked for
 `stream_options.include_usage` and the backend sent no usage chunk, makes one
 to add before `[DONE]`, counted.
+Must not: change an event the backend sent, or add usage the client did not ask for.
 """
 
 from __future__ import annotations

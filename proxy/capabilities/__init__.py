@@ -1,6 +1,7 @@
 """Per-model capabilities: the capabilities.yaml model (schema), text -> value
 (load), model name -> Profile (resolve), `toolshim check` (check) and the
-file on disk (store)."""
+file on disk (store). Must not: reach a backend or a request; only store.py and
+its helpers touch the disk."""
 
 from __future__ import annotations
 

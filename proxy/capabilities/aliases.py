@@ -6,7 +6,8 @@ capabilities.yaml and `--alias PATTERN=MODEL` (TOOLSHIM_ALIASES) map them, glob
 -> model, matched case-insensitively; an exact name wins over any glob, then the
 most specific glob (most literal characters, then the longer pattern). Flags win
 over the file for the same pattern. Applied once, before routing and profile
-resolution, so everything after sees only the served model.
+resolution, so everything after sees only the served model. Must not: read the
+file or the flags itself (it is given both), or map one name to several models.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The `learned:` section as values: which facts may be learned, and facts applied in memory.
 
 Pure. The text side (splicing facts into the file) is splice.py; the store
-decides when each runs.
+decides when each runs. Must not: read or write the file, or let through a fact
+the file's own validation would refuse (`unlearnable`).
 """
 
 from __future__ import annotations

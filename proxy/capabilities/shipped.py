@@ -3,7 +3,8 @@
 The package carries a copy of the repository's capabilities.yaml
 (proxy/data/capabilities.yaml; a test keeps the two identical), so a proxy
 installed with pip and started anywhere still has every shipped entry and a
-file to write what it learns into.
+file to write what it learns into. Must not: overwrite an existing file unless
+asked (`--force`).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Pure: text and facts in, text out. Only the lines of the top-level `learned:`
 key are re-rendered (by ruamel's round trip, so comments inside the section
 survive); every byte before and after it is copied as it was, because the rest
-of the file is a person's. Deciding *when* to write, and writing, is the
-store's job (store.py, write.py).
+of the file is a person's. Must not: decide *when* to write, or write (the
+store's job: store.py, write.py), or touch a byte outside `learned:`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 The one place in the pure capabilities modules that reads a file: it is the
 CLI command's body. Output is one "path:line: message" per problem, the form
-editors and CI annotate, or "path: ok".
+editors and CI annotate, or "path: ok". Must not: write the file or stop at the
+first problem.
 """
 
 from __future__ import annotations

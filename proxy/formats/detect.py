@@ -182,17 +182,6 @@ def marker_set(markers: tuple[str, ...]) -> MarkerSet:
     return MarkerSet(markers)
 
 
-def partial_suffix(text: str, markers: tuple[str, ...]) -> int:
-    """Length of the longest suffix of text that is a proper prefix of a marker."""
-    best = 0
-    for marker in markers:
-        for size in range(min(len(marker) - 1, len(text)), best, -1):
-            if text.endswith(marker[:size]):
-                best = size
-                break
-    return best
-
-
 def strip_reasoning(text: str) -> str:
     """The reply without its reasoning: think blocks, or all before an orphan close."""
     return "".join(piece for piece, reasoning in split_reasoning(text) if not reasoning)

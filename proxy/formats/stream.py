@@ -4,52 +4,48 @@ Owns: deciding, delta by delta, which text is certainly prose (sent on at
 once) and which might still be a call (held): a possible partial marker at
 the end, a block from a marker or a line-start `{` / `[` / fence until it is
 resolved. Resolution re-runs the whole-text recovery on the
-held block, so streamed and whole results agree for any split. Must not:
-parse inside reasoning or an answer's fence, or hold prose that cannot start a call.
+held block, so streamed and whole results agree for any split; where a block
+may start is stream_edges.py's, where a held one may be cut release.py's.
+Must not: parse inside reasoning or an answer's fence, or hold prose that
+cannot start a call.
 """
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Mapping
 
-from proxy.formats import FORMATS, format_order
-from proxy.formats.base import ParsedCall, ParseResult, TextFormat
+from proxy.formats.base import ParsedCall, ParseResult
 from proxy.formats.detect import (
-    GENERIC_MARKERS,
     REASONING,
     REASONING_TAGS,
     THINK_BREAKERS,
     THINK_CLOSES,
-    MarkerSet,
     TagWatch,
-    controls_of,
     drop_controls,
     first_breaker,
     first_tag,
     marker_set,
     opener_at,
-    opens_nothing,
     orphan_close,
     recover_with,
     think_end,
 )
-from proxy.formats.jsonish import scan_json_value
+from proxy.formats.release import Held
+from proxy.formats.stream_edges import (
+    ALL,
+    FENCE_INFO,
+    FENCE_LINE,
+    JSON_INFO,
+    LINE_START,
+    functionary_lead,
+    partial_fence,
+    searched_for,
+    unsent,
+)
 from proxy.types import JSON
 
 Item = str | ParsedCall
-_LINE_START = re.compile(r"(?m)^[ \t]*([{\[]|`{3,}|~{3,})")
-_PARTIAL_FENCE = re.compile(r"(?:\A|\n)[ \t]*(`{1,2}|~{1,2})\Z")
-_FENCE_LINE = re.compile(r"(?m)^[ \t]{0,3}(`{3,}|~{3,})")
-_FENCE_INFO = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*([^\n]*)\n")
-_JSON_INFO = ("", "json", "json5", "jsonc")
 _CONTEXT = 1000
-# Functionary v3.2 starts the answer after the prompt's `>>>`: with its control
-# word `all` and a newline (text follows; the word goes with the calls), or with
-# an offered tool's name, a newline and the JSON arguments (a call).
-_ALL = "all"
-_FIRST_LINE = re.compile(r"[ \t]*([^\s>]*)([ \t]*)")
 
 
 class StreamRecovery:
@@ -59,9 +55,9 @@ class StreamRecovery:
         self, tools: Mapping[str, JSON], preferred: str | None = None, keep_reasoning: bool = False
     ) -> None:
         self._tools = dict(tools)
-        self._leads = (_ALL, *self._tools)
+        self._leads = (ALL, *self._tools)
         (self._order, self._markers, self._controls, self._dropped, self._marker_set,
-         self._quiet) = _searched_for(preferred)
+         self._quiet) = searched_for(preferred)
         self._keep = keep_reasoning
         self._buf = ""
         # Deltas that cannot change anything yet (feed), joined into _buf when they can.
@@ -141,7 +137,7 @@ class StreamRecovery:
             # close tag the answer starts again, where a line-start call may stand.
             return False
         if self._quiet.search(text) is None and not (
-                self._at_start and not self._line and self._lead(text) is not None):
+                self._at_start and not self._line and functionary_lead(text, self._leads) is not None):
             # No character a marker, a line-start block or a fence needs (nor, at the
             # answer's start, a leading control word): only a marker's beginning at
             # the very end is left to rule out.
@@ -259,7 +255,7 @@ class StreamRecovery:
 
     def _fence_step(self) -> list[Item]:
         assert self._fence is not None
-        for match in _FENCE_LINE.finditer(self._buf):
+        for match in FENCE_LINE.finditer(self._buf):
             run = match.group(1)
             if match.start() == 0 and self._line.strip():
                 continue
@@ -269,7 +265,7 @@ class StreamRecovery:
                     return self._text(self._buf[: match.start()], cut=match.start())
                 self._fence = None
                 return self._text(self._buf[: newline + 1], cut=newline + 1)
-        partial = _partial_fence(self._buf)
+        partial = partial_fence(self._buf)
         keep = partial.start() + (partial.group().startswith("\n")) if partial else len(self._buf)
         return self._text(self._buf[:keep], cut=keep)
 
@@ -285,11 +281,11 @@ class StreamRecovery:
             hit = self._marker_set.first(self._buf)
             self._buf = self._buf[len(hit[1]) :] if hit is not None else self._buf
         elif kind == "fence":
-            info = _FENCE_INFO.match(self._buf)
+            info = FENCE_INFO.match(self._buf)
             if info is None:
                 return out
             word = (info.group(2).split() or [""])[0].lower()
-            if word not in _JSON_INFO and not self._at_start:
+            if word not in JSON_INFO and not self._at_start:
                 # An answer's code fence after prose: an example, never parsed.
                 self._fence = info.group(1)
                 out += self._text(self._buf[: info.end()], cut=info.end())
@@ -304,7 +300,7 @@ class StreamRecovery:
         buf = self._buf
         found: list[tuple[int, str]] = []
         if self._at_start and not self._line:
-            lead = self._lead(buf)
+            lead = functionary_lead(buf, self._leads)
             if lead is not None:
                 found.append((0, lead))
         hit = self._marker_set.first(buf)
@@ -315,12 +311,12 @@ class StreamRecovery:
         # The prose already sent on this line (up to _CONTEXT chars, no newline) can
         # start nothing unless it is all blanks: scan from buf on (per-chunk work).
         skip = len(self._line) if self._line.strip(" \t") else 0
-        for match in _LINE_START.finditer(source, skip):
+        for match in LINE_START.finditer(source, skip):
             at = match.start(1) - len(self._line)
             if at >= 0:
                 found.append((at, "bare" if match.group(1) in "{[" else "fence"))
                 break
-        partial = _partial_fence(source)
+        partial = partial_fence(source)
         if partial is not None and partial.start(1) >= len(self._line):
             found.append((partial.start(1) - len(self._line), "partial"))
         found.append((len(buf) - self._marker_set.partial_suffix(buf), "partial"))
@@ -328,29 +324,6 @@ class StreamRecovery:
         if hit is not None and hit[0] == first[0] and hit[1] in REASONING:
             return hit[0], "think"  # `[THINK]` also starts a line with `[`: reasoning wins
         return first
-
-    def _lead(self, buf: str) -> str | None:
-        """At the answer's start, whether buf begins Functionary v3.2's first line:
-        "marker" for `all` + newline or an offered name + newline + `{`, "partial"
-        while the first line (or the blanks after the name's line) could still
-        become one, None once it cannot. Prose is held at most its first line,
-        and only while that line is, or begins, an offered name."""
-        head = _FIRST_LINE.match(buf)
-        assert head is not None  # every group may be empty
-        word, after = head.group(1), head.end()
-        if after == len(buf):
-            if head.group(2):
-                return "partial" if word in self._leads else None
-            return "partial" if any(lead.startswith(word) for lead in self._leads) else None
-        if buf[after] != "\n" or word not in self._leads:
-            return None
-        if word == _ALL:
-            return "marker"
-        rest = buf[after + 1 :]
-        body = rest.lstrip()
-        if not body:
-            return "partial"
-        return "marker" if body[0] == "{" else None
 
     def _resolve(self) -> list[Item] | None:
         """Release the held block once prose after it settles what it is."""
@@ -363,80 +336,21 @@ class StreamRecovery:
         whole, _ = self._recover(self._buf)
         if whole.calls and self._undecided:
             return None  # a later orphan `</think>` would make them reasoning
-        lines = _settled_line_starts(self._buf, self._last_start())
-        if not lines or not self._agrees(lines[-1], whole):
+        q = Held(self._buf, self._line, lambda block: self._recover(block)[0],
+                 self._marker_set, self._markers, self._tools).release_point(whole)
+        if q is None:
             return None
-        lo, hi = 0, len(lines) - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self._agrees(lines[mid], whole):
-                hi = mid
-            else:
-                lo = mid + 1
-        q = lines[lo]
         result, name = self._recover(self._buf[:q])
         self._buf = self._buf[q:]
         self._holding = False
         self._retry_at = 0
         return self._result(result, name)
 
-    def _agrees(self, q: int, whole: ParseResult) -> bool:
-        """buf[:q] parses the same alone as within buf, and nothing in it is still open."""
-        head, _ = self._recover(self._buf[:q])
-        tail = self._buf[q:]
-        if head.calls != whole.calls or _squash((head.text or "") + tail) != _squash(
-            whole.text or ""
-        ):
-            return False
-        if head.calls:
-            return not self._has_start(self._fresh(head.text or ""))
-        end = self._closed_end()
-        return end is not None and end <= q and not self._has_start(self._buf[end:q])
-
-    def _closed_end(self) -> int | None:
-        """Where a block that is not a call ends: its JSON value or its fence closes,
-        or, for a marker that prose only mentions (`opens_nothing`), the marker."""
-        buf = self._buf
-        start = len(buf) - len(buf.lstrip())
-        if buf[start : start + 1] in ("{", "["):
-            return scan_json_value(buf, start)
-        info = _FENCE_INFO.match(buf)
-        if info is None:
-            hit = self._marker_set.first(buf)
-            if hit is not None and hit[0] == 0 \
-                    and opens_nothing(hit[1], buf[len(hit[1]):], self._tools):
-                return len(hit[1])
-            return None
-        for match in _FENCE_LINE.finditer(buf, info.end()):
-            run = match.group(1)
-            if run[0] == info.group(1)[0] and len(run) >= len(info.group(1)):
-                return match.end()
-        return None
-
-    def _has_start(self, text: str) -> bool:
-        return self._marker_set.first(text) is not None or bool(_LINE_START.search(text))
-
-    def _fresh(self, text: str) -> str:
-        """text without the prose already sent on this line (the parsers' context)."""
-        common = 0
-        while common < min(len(text), len(self._line)) and text[common] == self._line[common]:
-            common += 1
-        return text[common:]
-
-    def _last_start(self) -> int:
-        """The last place after the block start where another block could begin."""
-        buf, last = self._buf, 0
-        for marker in self._markers:
-            last = max(last, buf.rfind(marker))
-        for match in _LINE_START.finditer(buf, 1):
-            last = max(last, match.start(1))
-        return last
-
     def _recover(self, block: str) -> tuple[ParseResult, str | None]:
         return recover_with(self._line + block, self._tools, self._order, self._at_start)
 
     def _result(self, result: ParseResult, name: str | None) -> list[Item]:
-        out: list[Item] = self._text(self._fresh(result.text or ""))
+        out: list[Item] = self._text(unsent(result.text or "", self._line))
         self._line = ""
         if result.calls:
             self.format = self.format or name
@@ -459,67 +373,3 @@ class StreamRecovery:
         """Reasoning goes on verbatim (keep_reasoning) or is dropped; it is never parsed."""
         text, self._buf = self._buf[:size], self._buf[size:]
         return [text] if self._keep and text else []
-
-
-@functools.lru_cache(maxsize=64)
-def _searched_for(preferred: str | None) -> tuple[
-        tuple[TextFormat, ...], tuple[str, ...], frozenset[str], tuple[str, ...], MarkerSet,
-        re.Pattern[str]]:
-    """What a stream searches for, by its preferred format: made once, not per stream
-    (the registry is fixed at import; hashing it and the markers again per request
-    cost more than the search of a short answer)."""
-    order, markers, controls = _formats_and_markers(preferred, tuple(FORMATS.values()))
-    return order, markers, controls, controls_of(order), marker_set(markers), \
-        _needed_chars(markers)
-
-
-@functools.lru_cache(maxsize=64)
-def _formats_and_markers(
-    preferred: str | None, registry: tuple[TextFormat, ...]
-) -> tuple[tuple[TextFormat, ...], tuple[str, ...], frozenset[str]]:
-    """The formats in search order, their markers (control tokens included) longest
-    first, and the control tokens that open no block (a marker that is also a control,
-    GigaChat's `<|message_sep|>`, is held as a block: recovery drops it if no call
-    follows): once per preferred format (and registry), not per stream. `registry`
-    keys the memo to FORMATS' contents."""
-    order = tuple(format_order(preferred))
-    markers = {m for fmt in order for m in fmt.markers if m not in GENERIC_MARKERS}
-    controls = frozenset(controls_of(order)) - markers
-    everything = markers | controls | set(REASONING)
-    return order, tuple(sorted(everything, key=len, reverse=True)), controls
-
-
-@functools.lru_cache(maxsize=64)
-def _needed_chars(markers: tuple[str, ...]) -> re.Pattern[str]:
-    """A character class that text must hit for `_next_start` to find a block in it:
-    per marker one character it cannot do without (`<` when it has one, as most do,
-    else its first that is not a letter, digit or blank: `[` of `functools[`), and
-    what line-start blocks and fences begin with.
-    Text that misses it can only end in a marker's beginning (`partial_suffix`)."""
-    needed = {"<" if "<" in m else next((c for c in m if not c.isalnum() and not c.isspace()),
-                                         m[0]) for m in markers}
-    return re.compile("[" + re.escape("".join(sorted(needed | set("{[`~")))) + "]")
-
-
-def _partial_fence(text: str) -> re.Match[str] | None:
-    """_PARTIAL_FENCE at the end of text: only its last line can match, so search that."""
-    return _PARTIAL_FENCE.search(text, max(text.rfind("\n"), 0))
-
-
-def _settled_line_starts(text: str, after: int) -> list[int]:
-    """Line starts past `after` followed by a finished line with something on it
-    (the block is followed by prose). One pass over text: this runs on every
-    try to release a held block, which may be long."""
-    last_newline = text.rfind("\n")
-    # A line start q qualifies iff text[q:last_newline] is not blank.
-    last_ink = len(text[:last_newline].rstrip()) if last_newline >= 0 else 0
-    starts = []
-    newline = text.find("\n", after)
-    while 0 <= newline and newline + 1 < last_ink:
-        starts.append(newline + 1)
-        newline = text.find("\n", newline + 1)
-    return starts
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())

@@ -104,8 +104,8 @@ class TextFormatter(_Masking):
 class BatchingHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """A StreamHandler that writes info lines in batches, warnings and worse at once.
 
-    The one access line per request was a write (and flush) to stderr per request:
-    ~4% of a small request's CPU in the W1 profile. Lines below WARNING now wait up to
+    A write (and flush) to stderr for each access line would be paid by every
+    request, so lines below WARNING wait up to
     `interval` seconds (or `max_pending` lines) and go out in one write; a warning or
     error goes out at once, after whatever waited before it (order is kept).
     `logging.shutdown` (at exit, also after SIGTERM) writes the rest; only a killed

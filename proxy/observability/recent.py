@@ -5,7 +5,8 @@ a few integer additions, an LRU touch). Sorting for a p50 happens only when the
 console reads the counters. The ring is bounded in entries and in bytes: with
 --log-prompts an entry holds the client's whole conversation, so a prompt past
 _MAX_PROMPT_BYTES is kept as a note of its size, and the oldest entries go once
-the ring weighs more than _RECENT_BYTES.
+the ring weighs more than _RECENT_BYTES. Must not: hold a request up (it is fed
+after the answer), or keep a prompt the operator did not ask to log.
 """
 
 from __future__ import annotations

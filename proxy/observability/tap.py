@@ -4,7 +4,8 @@ Every Exchange carries a Tap. Normally it does nothing (two attribute checks
 per upstream attempt, one method call per streamed piece). With --log-prompts
 it keeps the client's messages for the Requests view; for a bench run it also
 holds a Capture, filled with each body sent upstream (after every rewrite)
-and the upstream's raw answers.
+and the upstream's raw answers. Must not: change what is sent or answered, or
+keep anything when neither --log-prompts nor a capture asked for it.
 """
 
 from __future__ import annotations

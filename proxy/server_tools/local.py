@@ -19,7 +19,7 @@ import orjson
 from proxy.server_tools.calculator import CalculatorError, evaluate, format_number
 
 if TYPE_CHECKING:
-    from proxy.capabilities.server_tools import BuiltinTool, MockTool
+    from proxy.capabilities.server_tools import MockTool
 
 
 class ToolError(Exception):
@@ -38,11 +38,6 @@ def run_mock(tool: MockTool, arguments: dict[str, Any]) -> str:
         if all(arguments.get(key) == value for key, value in row.arguments.items()):
             return as_text(row.result)
     return as_text(tool.result)
-
-
-def run_builtin(tool: BuiltinTool, arguments: dict[str, Any]) -> str:
-    """In this process: for tests. The runner sends builtins to its worker processes."""
-    return run_builtin_named(tool.builtin, arguments)
 
 
 def run_builtin_named(name: str, arguments: dict[str, Any]) -> str:

@@ -1,4 +1,7 @@
-"""The interface the flow uses for shared state, and the single-process implementation."""
+"""The interface the flow uses for shared state, and the single-process implementation.
+
+Must not: call back into the flow; an implementation only keeps and hands out
+what it is given (facts, probe turns, its status)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Pick the shared-state implementation the settings ask for."""
+"""Pick the shared-state implementation the settings ask for.
+
+Must not: connect or start anything (the lifespan starts what it returns)."""
 
 from __future__ import annotations
 

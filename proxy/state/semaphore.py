@@ -6,10 +6,12 @@ every few seconds; a replica that dies holding some stops refreshing, and its
 permits expire after PERMIT_TTL. Taking a permit is one Lua script (expire
 stale ones, count, add), so the bound is exact across replicas.
 
-The queue keeps today's semantics per process: first come first served, at
+The queue keeps the per-process limiter's semantics: first come first served, at
 most --max-queue waiting, --queue-timeout, then 429. Only the head of a
 process's line asks Redis, woken by a local release or every POLL seconds.
 While Redis is away the per-process limiter (the parent class) takes over.
+Must not: hold a request up on Redis's account: an unreachable Redis means the
+local bound, not an error.
 """
 
 from __future__ import annotations

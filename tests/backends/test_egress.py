@@ -28,7 +28,8 @@ from proxy.backends.egress import (
     proxy_for,
     tls_context,
 )
-from proxy.settings import Settings, SettingsError, add_arguments, load_settings
+from proxy.settings import Settings
+from proxy.settings_sources import SettingsError, add_arguments, load_settings
 
 
 def _httpx_proxy_for(url: str, env: dict[str, str]) -> str | None:

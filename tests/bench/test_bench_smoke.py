@@ -8,7 +8,6 @@ import gc
 import importlib
 import re
 import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
@@ -180,8 +179,9 @@ async def test_nginx_target_relays_answers_byte_for_byte(
     port = importlib.import_module("procs").free_port()
     conf = importlib.import_module("_nginx").write_nginx_conf(tmp_path, port,
                                                               str(client.base_url))
-    nginx = subprocess.Popen([shutil.which("nginx"), "-p", str(conf), "-c", f"{conf}/nginx.conf"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    nginx = await asyncio.create_subprocess_exec(
+        shutil.which("nginx") or "nginx", "-p", str(conf), "-c", f"{conf}/nginx.conf",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as through:
             for _ in range(50):  # until nginx listens
@@ -193,7 +193,7 @@ async def test_nginx_target_relays_answers_byte_for_byte(
             await _compare(client, through)
     finally:
         nginx.terminate()
-        nginx.wait(5)
+        await asyncio.wait_for(nginx.wait(), 5)
 
 
 def test_gc_probe_times_collections_and_names_what_cycles_left(

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from proxy.capabilities.aliases import NO_ALIASES, Aliases
 from proxy.commands.check import run_check
-from proxy.settings import SettingsError, add_arguments, load_settings
+from proxy.settings_sources import SettingsError, add_arguments, load_settings
 
 
 def test_exact_then_most_specific_glob_any_case() -> None:

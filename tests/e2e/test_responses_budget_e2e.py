@@ -13,7 +13,7 @@ import pytest
 from support.servers import serve
 
 from proxy.app import create_app
-from proxy.settings import load_settings
+from proxy.settings_sources import load_settings
 
 TEXT = "word " * 8_000  # 40 KB of input: a stored conversation weighs about that
 

@@ -8,8 +8,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sample_corpus import SCHEMAS
 
-from proxy.formats import FORMATS, recover
-from proxy.formats import stream as stream_module
+from proxy.formats import FORMATS, recover, release
 from proxy.formats.base import ParsedCall
 from proxy.formats.detect import _OPEN_ENDED, GENERIC_MARKERS, controls_of, opens_nothing
 from proxy.formats.stream import Item, StreamRecovery
@@ -162,14 +161,6 @@ def test_split_invariance_on_nasty_texts(text: str, cuts: list[int]) -> None:
     assert " ".join(_text(items).split()) == " ".join((whole.text or "").split())
 
 
-@given(st.text(alphabet="ab `~\t\n{[", max_size=40))
-def test_the_partial_fence_search_from_the_last_line_finds_what_a_full_search_finds(
-        text: str) -> None:
-    full = stream_module._PARTIAL_FENCE.search(text)
-    fast = stream_module._partial_fence(text)
-    assert (fast.span() if fast else None) == (full.span() if full else None)
-
-
 _RUN_TEXT = st.lists(st.one_of(
     st.sampled_from(["functools", "functool", "get_weather(", "<tool", "_call>", "```", "{",
                      "\n", "  ", "[TOOL_CALLS]", "<|python", "<", ">", "Sure", " it is."]),
@@ -247,7 +238,7 @@ def _json_data(lines: int) -> str:
 def _scanned(text: str, monkeypatch: pytest.MonkeyPatch) -> int:
     """Characters of held text that streaming `text` in 7-character deltas (as a
     backend sends tokens) copies or scans again: every join of the held block, every
-    `_last_start` scan of it and every try to parse it whole. A count, not a time."""
+    `last_start` scan of it and every try to parse it whole. A count, not a time."""
     seen = [0]
 
     def counted(name: str) -> None:
@@ -259,8 +250,14 @@ def _scanned(text: str, monkeypatch: pytest.MonkeyPatch) -> int:
             return original(self, *args)
         monkeypatch.setattr(StreamRecovery, name, spy)
 
-    for name in ("_join", "_last_start", "_recover"):
+    for name in ("_join", "_recover"):
         counted(name)  # _join: where held text is copied as deltas join it
+    last_start = release.last_start
+
+    def scan_spy(buf: str, markers: tuple[str, ...]) -> int:
+        seen[0] += len(buf)
+        return last_start(buf, markers)
+    monkeypatch.setattr(release, "last_start", scan_spy)
     parser = StreamRecovery(SCHEMAS, keep_reasoning=True)
     for at in range(0, len(text), 7):
         parser.feed(text[at : at + 7])

@@ -13,14 +13,13 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from proxy.capabilities.server_tools import (
-    BuiltinTool,
     HttpTool,
     MockTool,
     ServerToolDefinition,
 )
 from proxy.server_tools.http_target import origin_of, resolve_target
 from proxy.server_tools.http_tool import fill_url, run_http, select
-from proxy.server_tools.local import ToolError, run_builtin, run_mock
+from proxy.server_tools.local import ToolError, run_builtin_named, run_mock
 from tests.support.servers import serve
 
 DEFINITION: TypeAdapter[Any] = TypeAdapter(ServerToolDefinition)
@@ -46,17 +45,17 @@ def test_mock_table_then_fallback() -> None:
 
 
 def test_builtins() -> None:
-    calc = BuiltinTool(kind="builtin", builtin="calculator")
-    assert run_builtin(calc, {"expression": "(2+3)*4"}) == "20"
+    # By name, as the runner's worker process runs them (server_tools/worker.py).
+    assert run_builtin_named("calculator", {"expression": "(2+3)*4"}) == "20"
     with pytest.raises(ToolError, match="only the listed math functions"):
-        run_builtin(calc, {"expression": "__import__('os')"})
-    now = json.loads(run_builtin(BuiltinTool(kind="builtin", builtin="current_time"),
-                                 {"timezone": "Asia/Tokyo"}))
+        run_builtin_named("calculator", {"expression": "__import__('os')"})
+    now = json.loads(run_builtin_named("current_time", {"timezone": "Asia/Tokyo"}))
     assert now["timezone"] == "Asia/Tokyo" and now["datetime"].endswith("+09:00")
     with pytest.raises(ToolError, match="unknown timezone"):
-        run_builtin(BuiltinTool(kind="builtin", builtin="current_time"), {"timezone": "Mars/X"})
-    echo = BuiltinTool(kind="builtin", builtin="echo")
-    assert json.loads(run_builtin(echo, {"a": [1, 2]})) == {"a": [1, 2]}
+        run_builtin_named("current_time", {"timezone": "Mars/X"})
+    assert json.loads(run_builtin_named("echo", {"a": [1, 2]})) == {"a": [1, 2]}
+    with pytest.raises(ToolError, match="unknown builtin"):
+        run_builtin_named("rm_rf", {})
 
 
 def test_url_template_escapes_every_argument() -> None:

@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from proxy.capabilities.learning import LearnedFact
-from proxy.settings import ENV_NAMES, Settings, SettingsError, load_settings, secrets
+from proxy.settings import Settings, secrets
+from proxy.settings_sources import ENV_NAMES, SettingsError, load_settings
 from proxy.state import MemoryState, build_state
 from proxy.state.limits import Limiter
 from proxy.state.redis_state import RedisState
@@ -92,7 +93,7 @@ def test_worker_processes_mask_the_same_secrets_as_the_parent(
     # know the Redis password and upstream keys too, not only the proxy's own keys.
     from proxy.app import from_env
     from proxy.observability import logs
-    from proxy.settings import SETTINGS_ENV
+    from proxy.settings_sources import SETTINGS_ENV
 
     seen: list[list[str]] = []
     monkeypatch.setattr(logs, "setup_logging", lambda level, fmt, keys=(): seen.append(list(keys)))

@@ -5,6 +5,7 @@ inside `<think>`), then tool calls written as text are recovered into
 `tool_calls` deltas, then every call (native or recovered) is assembled,
 checked against the client's tools and emitted in OpenAI's delta shape.
 Each stage is sans-IO: `feed(chunk) -> chunks`, `flush() -> chunks`.
+Must not: reorder the stages anywhere else, or let a stage do I/O.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, cast
 
 from proxy.formats import DEFAULT_EMULATE_FORMAT
 from proxy.formats.base import tool_schemas
+from proxy.transforms.request.rename import reverse_rename
 from proxy.transforms.response.assembly import CallAssembly, CallCounts
 from proxy.transforms.response.checks import SchemaCache
 from proxy.transforms.response.hooks import PlainHooks
@@ -125,7 +127,7 @@ def build_pipeline(
     id_factory: Callable[[], str],
 ) -> ResponsePipeline:
     offered = tool_schemas(client_tools)  # the client's schemas, as written
-    reverse = {upstream: client for client, upstream in profile.rename}
+    reverse = reverse_rename(profile)
     forward = dict(profile.rename)
     stages: list[Stage] = []
     if profile.reasoning != "pass":

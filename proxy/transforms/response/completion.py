@@ -14,23 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from proxy.types import JSON, Chunk, Stage
+from proxy.types import JSON, Chunk
 
 _CHOICE_KEYS = ("index", "message", "delta", "finish_reason")
-
-
-def run_completion(completion: JSON, stage: Stage) -> JSON:
-    """A non-stream completion through a streaming stage (or pipeline)."""
-    return chunks_to_completion(completion_through(completion, stage), completion)
-
-
-def completion_through(completion: JSON, stage: Stage) -> list[Chunk]:
-    """The completion as chunks, fed through the stage and flushed."""
-    out: list[Chunk] = []
-    for chunk in completion_to_chunks(completion):
-        out.extend(stage.feed(chunk))
-    out.extend(stage.flush())
-    return out
 
 
 def completion_to_chunks(completion: JSON) -> list[Chunk]:

@@ -10,12 +10,8 @@ from hypothesis import strategies as st
 
 from proxy.transforms.response.assembly import CallAssembly
 from proxy.transforms.response.checks import SchemaCache
-from proxy.transforms.response.completion import (
-    chunks_to_completion,
-    completion_to_chunks,
-    run_completion,
-)
-from proxy.types import Chunk
+from proxy.transforms.response.completion import chunks_to_completion, completion_to_chunks
+from proxy.types import JSON, Chunk, Stage
 
 T = 1755000000
 OFFERED: dict[str, Any] = {
@@ -115,6 +111,16 @@ def test_round_trip_keeps_everything() -> None:
         vendor_extra={"a": 1},
     )
     assert chunks_to_completion(completion_to_chunks(source), source) == source
+
+
+def run_completion(completion: JSON, stage: Stage) -> JSON:
+    """A non-stream completion through a streaming stage, as the flow runs one: its
+    chunks fed and flushed, then merged back."""
+    out: list[Chunk] = []
+    for chunk in completion_to_chunks(completion):
+        out.extend(stage.feed(chunk))
+    out.extend(stage.flush())
+    return chunks_to_completion(out, completion)
 
 
 def test_content_null_and_empty_are_kept_apart() -> None:
