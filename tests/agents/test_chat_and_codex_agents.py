@@ -27,6 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 WRITE_TOOLS = {"opencode": "write", "qwen": "write_file", "cn": "Write", "codex": "apply_patch"}
 
 
+CHAT_AGENTS = [s.binary for s in all_setups("", MODEL, KEY) if not s.serve]
+"""the agents that need nothing of toolshim but its URL and key (Claude Code and Gemini
+CLI, which need an alias for their vendor's model names, have files of their own)."""
+
+
 @pytest.fixture(scope="session")
 def agent_bin() -> Path:
     """node_modules/.bin with the pinned agents, installed once (cached between runs)."""
@@ -82,7 +87,7 @@ def _why(run: subprocess.CompletedProcess[str], log: Path, seconds: float) -> st
             f"{log.read_text()[-6000:]}")
 
 
-@pytest.mark.parametrize("binary", list(PINS))
+@pytest.mark.parametrize("binary", CHAT_AGENTS)
 def test_agent_reads_a_file_and_reports_it(agent_bin: Path, binary: str, tmp_path: Path,
                                            toolshim: tuple[str, ScriptedAgentModel, Path]
                                            ) -> None:
@@ -97,7 +102,7 @@ def test_agent_reads_a_file_and_reports_it(agent_bin: Path, binary: str, tmp_pat
     assert "walrus-7319-copper" in run.stdout, why  # only the file holds this token
 
 
-@pytest.mark.parametrize("binary", list(PINS))
+@pytest.mark.parametrize("binary", CHAT_AGENTS)
 def test_agent_creates_a_file_with_its_write_tool(agent_bin: Path, binary: str,
                                                   tmp_path: Path,
                                                   toolshim: tuple[str, ScriptedAgentModel, Path]

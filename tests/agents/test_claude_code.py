@@ -12,20 +12,20 @@ model names; toolshim's `--alias` maps them to the local model.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
 import pytest
+from support.agent_setups import agent_env, alias_of, claude_code
 from support.agent_tasks import (
     check_route,
     creates_a_file,
     reads_a_file_and_reports_it,
     run_headless,
 )
-from support.agent_toolshim import KEY, installed, scripted_toolshim
+from support.agent_toolshim import KEY, MODEL, installed, scripted_toolshim
 from support.scripted_agents import BEHAVIOURS, ScriptedAgentModel
 
 pytestmark = pytest.mark.agents
@@ -40,28 +40,17 @@ def claude_bin() -> Path:
 
 @pytest.fixture(params=BEHAVIOURS)
 def toolshim(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Scripted]:
-    with scripted_toolshim(request.param, tmp_path, "claude-*") as running:
+    with scripted_toolshim(request.param, tmp_path, alias_of(claude_code("", MODEL, KEY))
+                           ) as running:
         yield running
-
-
-def _claude_env(base_url: str, home: Path) -> dict[str, str]:
-    """What a user sets to run Claude Code against toolshim, offline."""
-    keep = {k: os.environ[k] for k in ("PATH", "LANG", "TERM") if k in os.environ}
-    return {**keep, "HOME": str(home), "IS_SANDBOX": "1",
-            "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": KEY,
-            "ANTHROPIC_DEFAULT_OPUS_MODEL": "claude-opus-9-1",
-            "ANTHROPIC_DEFAULT_SONNET_MODEL": "claude-sonnet-9-1",
-            "ANTHROPIC_DEFAULT_HAIKU_MODEL": "claude-haiku-9-1",
-            "CLAUDE_CODE_SUBAGENT_MODEL": "claude-sonnet-9-1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-            "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
 
 
 def _claude(claude_bin: Path, base_url: str, prompt: str, tmp_path: Path
             ) -> subprocess.CompletedProcess[str]:
-    return run_headless([str(claude_bin), "-p", prompt, "--model", "claude-sonnet-9-1",
-                         "--permission-mode", "bypassPermissions"],
-                        partial(_claude_env, base_url), tmp_path)
+    """Claude Code as docs/agents.md shows it (support/agent_setups.claude_code)."""
+    setup = claude_code(base_url, MODEL, KEY)
+    return run_headless([str(claude_bin), *setup.command(prompt)[1:]],
+                        partial(agent_env, setup), tmp_path)
 
 
 def test_claude_code_reads_a_file_and_reports_it(claude_bin: Path, toolshim: Scripted,

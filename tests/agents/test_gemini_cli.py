@@ -14,29 +14,25 @@ toolshim's `--alias gemini-*=...` maps them to the local model.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
 import pytest
+from support.agent_setups import agent_env, alias_of, gemini_cli
 from support.agent_tasks import (
     check_route,
     creates_a_file,
     reads_a_file_and_reports_it,
     run_headless,
 )
-from support.agent_toolshim import KEY, installed, scripted_toolshim
+from support.agent_toolshim import KEY, MODEL, installed, scripted_toolshim
 from support.scripted_agents import BEHAVIOURS, ScriptedAgentModel
 
 pytestmark = pytest.mark.agents
 
 Scripted = tuple[str, ScriptedAgentModel, Path]
-SETTINGS = {"security": {"auth": {"selectedType": "gemini-api-key"}},
-            "privacy": {"usageStatisticsEnabled": False},
-            "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}}
 
 
 @pytest.fixture(scope="module")
@@ -46,24 +42,17 @@ def gemini_bin() -> Path:
 
 @pytest.fixture(params=BEHAVIOURS)
 def toolshim(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Scripted]:
-    with scripted_toolshim(request.param, tmp_path, "gemini-*") as running:
+    with scripted_toolshim(request.param, tmp_path, alias_of(gemini_cli("", MODEL, KEY))
+                           ) as running:
         yield running
-
-
-def _gemini_env(base_url: str, home: Path) -> dict[str, str]:
-    """What a user sets to run Gemini CLI against toolshim, offline."""
-    keep = {k: os.environ[k] for k in ("PATH", "LANG", "TERM") if k in os.environ}
-    settings = home / ".gemini" / "settings.json"
-    settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(json.dumps(SETTINGS))
-    return {**keep, "HOME": str(home), "GOOGLE_GEMINI_BASE_URL": base_url,
-            "GEMINI_API_KEY": KEY, "GEMINI_CLI_TRUST_WORKSPACE": "true"}
 
 
 def _gemini(gemini_bin: Path, base_url: str, prompt: str, tmp_path: Path
             ) -> subprocess.CompletedProcess[str]:
-    return run_headless([str(gemini_bin), "-p", prompt, "-m", "gemini-2.5-pro",
-                         "--approval-mode", "yolo"], partial(_gemini_env, base_url), tmp_path)
+    """Gemini CLI as docs/agents.md shows it (support/agent_setups.gemini_cli)."""
+    setup = gemini_cli(base_url, MODEL, KEY)
+    return run_headless([str(gemini_bin), *setup.command(prompt)[1:]],
+                        partial(agent_env, setup), tmp_path)
 
 
 def test_gemini_cli_reads_a_file_and_reports_it(gemini_bin: Path, toolshim: Scripted,

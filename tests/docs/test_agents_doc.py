@@ -17,6 +17,8 @@ SETUPS = all_setups("http://127.0.0.1:8080", "qwen3-coder:30b", "sk-local", "/ho
 def test_the_doc_shows_the_tiers_command_and_files(setup: AgentSetup) -> None:
     text = DOC.read_text()
     assert f"```sh\n{setup.shell()}\n```" in text
+    if setup.serve:  # what toolshim itself needs for this agent
+        assert f"```sh\n{setup.toolshim('http://127.0.0.1:11434', 'sk-local')}\n```" in text
     for content in setup.files.values():
         assert content.rstrip() + "\n```" in text
 

@@ -2,18 +2,23 @@
 (tests/agents/) runs and docs/agents.md shows (tests/docs/test_agents_doc.py renders
 these with the doc's values and finds each line there), so the docs cannot drift.
 
-Pure data: argv, environment and files per agent for a toolshim base URL, a model
-name and a key; nothing is run here. The invocations are the ones that ran headless,
+Data: argv, environment, files and toolshim flags per agent for a toolshim base URL,
+a model name and a key; nothing is run here (`agent_env` writes a setup's files into
+the fresh HOME a test gives it). The invocations are the ones that ran headless,
 offline, on this project's CI machine with the pinned versions.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 
 PINS = {
+    "claude": "@anthropic-ai/claude-code@2.1.197",
+    "gemini": "@google/gemini-cli@0.61.0",
     "opencode": "opencode-ai@1.18.33",
     "qwen": "@qwen-code/qwen-code@0.15.10",
     "codex": "@openai/codex@0.171.0",
@@ -33,9 +38,16 @@ class AgentSetup:
     env: dict[str, str]
     files: dict[str, str] = field(default_factory=dict)
     """path (relative to the agent's HOME, or absolute) -> content."""
+    serve: tuple[str, ...] = ()
+    """toolshim flags the agent needs besides its upstream and key: an alias for the
+    vendor's own model names the agent asks for."""
 
     def command(self, prompt: str = PROMPT) -> list[str]:
         return [self.binary, *(prompt if a == PROMPT else a for a in self.argv)]
+
+    def toolshim(self, upstream: str, key: str) -> str:
+        """toolshim's command line for this agent, as docs/agents.md shows it."""
+        return shlex.join(["toolshim", "--upstream", upstream, "--api-key", key, *self.serve])
 
     def shell(self) -> str:
         """The command line as docs/agents.md shows it (env first)."""
@@ -109,6 +121,52 @@ def continue_cli(base: str, model: str, key: str, home: str = "~") -> AgentSetup
                       {".continue/toolshim.yaml": config})
 
 
+def claude_code(base: str, model: str, key: str) -> AgentSetup:
+    """Claude Code speaks the Messages door (no /v1 in its base URL) and asks for its own
+    model names (sonnet, haiku for background work, opus): an alias maps them all.
+    IS_SANDBOX lets bypassPermissions run as root (a container, CI)."""
+    return AgentSetup("Claude Code", "claude",
+                      ("-p", PROMPT, "--permission-mode", "bypassPermissions"),
+                      {"IS_SANDBOX": "1", "ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": key,
+                       "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                       "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+                       "DISABLE_ERROR_REPORTING": "1"},
+                      serve=("--alias", f"claude-*={model}"))
+
+
+GEMINI_SETTINGS = {"security": {"auth": {"selectedType": "gemini-api-key"}},
+                   "privacy": {"usageStatisticsEnabled": False},
+                   "general": {"enableAutoUpdate": False,
+                               "enableAutoUpdateNotification": False}}
+"""Without `selectedType` Gemini CLI stops with "Invalid auth method selected"."""
+
+
+def gemini_cli(base: str, model: str, key: str) -> AgentSetup:
+    """Gemini CLI speaks the Gemini door; its helper calls (routing, compression, loop
+    detection) ask for Gemini model names, which an alias maps."""
+    return AgentSetup("Gemini CLI", "gemini",
+                      ("-p", PROMPT, "-m", model, "--approval-mode", "yolo"),
+                      {"GOOGLE_GEMINI_BASE_URL": base, "GEMINI_API_KEY": key,
+                       "GEMINI_CLI_TRUST_WORKSPACE": "true"},
+                      {".gemini/settings.json": json.dumps(GEMINI_SETTINGS, indent=1)},
+                      serve=("--alias", f"gemini-*={model}"))
+
+
+def agent_env(setup: AgentSetup, home: Path) -> dict[str, str]:
+    """The environment the agent runs in, from a fresh HOME holding the setup's files."""
+    for relative, content in setup.files.items():
+        (home / relative).parent.mkdir(parents=True, exist_ok=True)
+        (home / relative).write_text(content)
+    keep = {k: os.environ[k] for k in ("PATH", "LANG", "TERM") if k in os.environ}
+    return {**keep, "HOME": str(home), **setup.env}
+
+
+def alias_of(setup: AgentSetup) -> str:
+    """The model-name glob the setup's `--alias` maps (the scripted toolshim maps it)."""
+    return setup.serve[setup.serve.index("--alias") + 1].split("=")[0]
+
+
 def all_setups(base: str, model: str, key: str, home: str = "~") -> list[AgentSetup]:
-    return [opencode(base, model, key), qwen(base, model, key),
+    return [claude_code(base, model, key), gemini_cli(base, model, key),
+            opencode(base, model, key), qwen(base, model, key),
             codex(base, model, key, home), continue_cli(base, model, key, home)]
