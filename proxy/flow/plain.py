@@ -20,7 +20,7 @@ from proxy.types import Chunk
 
 
 # Byte tests here use find(), not `in`: CPython 3.11 first tries a bytes needle as an
-# integer, making and dropping a TypeError (~2,000 instructions) on every test.
+# integer, making and dropping a TypeError on every test (bench/README.md).
 def relay_as_is(data: bytes) -> bool:
     """An event's data shaped like a JSON object, with nothing for the stages.
 
