@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from proxy.api import client_timeouts, head_with_body
+from proxy.asgi import client_timeouts, head_with_body
 from proxy.backends import wire
 from proxy.cli import main
 from proxy.middleware import Edge

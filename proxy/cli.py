@@ -89,8 +89,8 @@ def _run(settings: Settings) -> None:
     """Serve until SIGTERM/SIGINT; drain open requests for the grace period; return."""
     import uvicorn
 
-    from proxy.api.client_timeouts import header_timeout_protocol
     from proxy.app import create_app
+    from proxy.asgi.client_timeouts import header_timeout_protocol
     from proxy.middleware import Drain
 
     app = create_app(settings, serving=True)
@@ -151,7 +151,7 @@ def _run_workers(settings: Settings) -> None:
                 host=settings.host, port=settings.port, log_config=None,
                 log_level=settings.log_level, access_log=False, server_header=False,
                 proxy_headers=False,
-                http="proxy.api.client_timeouts:HeaderTimeoutProtocol",
+                http="proxy.asgi.client_timeouts:HeaderTimeoutProtocol",
                 timeout_graceful_shutdown=math.ceil(settings.shutdown_grace) + 2)
 
 

@@ -16,7 +16,7 @@ drain's 503 included, carries the request id):
   (/v1/messages*) takes the key as `x-api-key` too, the Gemini door as `x-goog-api-key`
   or `?key=`, and each refuses in its own envelope;
 - body deadline: the whole body must arrive within `client_timeout`
-  (api/client_timeouts.py has the header deadline);
+  (asgi/client_timeouts.py has the header deadline);
 - hot routes: POST /v1/chat/completions, /v1/responses, /v1/messages (and the Gemini
   door by prefix) go straight to
   their endpoints; everything else through Starlette's router.
@@ -48,14 +48,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from proxy.api.client_timeouts import BODY_IN, TIMED_OUT
 from proxy.api.gemini.errors import AUTH_MESSAGE as GEMINI_AUTH_MESSAGE
 from proxy.api.messages.errors import AUTH_MESSAGE as ANTHROPIC_AUTH_MESSAGE
 from proxy.api.messages.errors import envelope as anthropic_envelope
+from proxy.asgi.client_timeouts import BODY_IN, TIMED_OUT
+from proxy.asgi.scopes import cancel_scope
 from proxy.errors import error_body, internal_error
 from proxy.observability.telemetry import RequestRecord, Telemetry
 from proxy.origins import SAFE_METHODS, host_allowed, on_loopback, refusal_body, same_origin
-from proxy.scopes import cancel_scope
 
 log = logging.getLogger("toolshim")
 

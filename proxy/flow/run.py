@@ -21,6 +21,7 @@ from typing import Protocol
 
 import httpx
 
+from proxy.asgi.scopes import cancel_scope
 from proxy.backends import wire
 from proxy.backends.sse_frames import UsageCounter
 from proxy.backends.upstream import Upstream, body_stream, transport_error
@@ -33,7 +34,6 @@ from proxy.flow.translate import (
     Translator,
 )
 from proxy.observability.tap import Tap
-from proxy.scopes import cancel_scope
 from proxy.state.limits import Limiter
 from proxy.transforms.response import ResponsePipeline
 from proxy.transforms.response.assembly import CallCounts

@@ -27,14 +27,15 @@ from proxy.api.gemini.answer import AnswerBuilder, sse_frame
 from proxy.api.gemini.errors import render
 from proxy.api.gemini.path import split_method
 from proxy.api.gemini.request import Translated, to_chat
-from proxy.api.relay import SseResponse, SseWriter
+from proxy.asgi.direct_send import SseWriter
+from proxy.asgi.responses import SseResponse
+from proxy.asgi.scopes import cancel_scope
 from proxy.backends.context import estimate_tokens
 from proxy.errors import ApiError, check_model_name
 from proxy.flow.chat import aliased
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.translate import ChunkOut
 from proxy.observability.telemetry import RequestRecord
-from proxy.scopes import cancel_scope
 from proxy.services import Services
 from proxy.types import JSON
 
@@ -102,7 +103,7 @@ def _count(ex: Exchange, translated: Translated) -> Response:
 
 class _GeminiStream(SseResponse):
     """`streamGenerateContent`: once it flows, the chat chunks of each upstream read
-    become one response chunk written from the read callback (relay.SseWriter), the
+    become one response chunk written from the read callback (asgi/direct_send.py), the
     rest by the task; both through the one builder, so the chunks are the same."""
 
     def __init__(self, ex: Exchange, builder: AnswerBuilder, output: ChatOutput, *,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from proxy.api.head_with_body import HeadWithBody
+from proxy.asgi.head_with_body import HeadWithBody
 
 
 class _Transport:

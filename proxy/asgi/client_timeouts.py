@@ -16,7 +16,7 @@ a request line, or headers and then a trickle of body, holds its connection
   left to wait for, and the edge arms no deadline.
 
 The protocol also gives each request's response the transport view of
-api/head_with_body.py (its head leaves with the first body piece).
+asgi/head_with_body.py (its head leaves with the first body piece).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-from proxy.api.head_with_body import HeadWithBody
+from proxy.asgi.head_with_body import HeadWithBody
 from proxy.errors import error_body
 
 TIMED_OUT = "client_timed_out"
@@ -80,7 +80,7 @@ class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         super().data_received(data)
         cycle = self.cycle
         if cycle is not before and cycle is not None:  # a request begun in this read
-            # Its response's head waits for its first body piece (api/head_with_body.py).
+            # Its response's head waits for its first body piece (asgi/head_with_body.py).
             HeadWithBody(cycle, self.loop)
             if not getattr(cycle, "more_body", True):
                 # Headers and body in this read, as a small request's usually are: all

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import anyio
 from starlette.types import Receive
 
-from proxy.scopes import cancel_scope
+from proxy.asgi.scopes import cancel_scope
 
 T = TypeVar("T")
 

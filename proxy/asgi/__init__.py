@@ -1,0 +1,23 @@
+"""Server internals in one place: the only package that reaches into uvicorn's,
+Starlette's or anyio's private objects or drives ASGI by hand.
+
+Everything above it speaks plain ASGI and Starlette's public API. What this package
+relies on, each guarded by a test in tests/asgi/test_compat.py that fails on an
+upgrade that takes it away (the versions it was checked with are pinned in
+pyproject.toml):
+
+- uvicorn's HTTP protocol classes: `AutoHTTPProtocol` (the one uvicorn would pick),
+  subclassed for the header deadline; its `cycle` (one request's
+  `RequestResponseCycle`, with `transport`, `scope`, `more_body`,
+  `response_complete`), `transport`, `loop`, and its `data_received`,
+  `connection_made`, `connection_lost` and `send_400_response` hooks
+  (client_timeouts.py);
+- a cycle's `transport` attribute, read by its `send` for every write, which
+  head_with_body.py replaces for one request;
+- uvicorn's `send` being a coroutine function that finishes without suspending
+  unless its transport's writes are paused (direct_send.py);
+- Starlette's `Response.init_headers` / `raw_headers`, set on responses that do not
+  run `Response.__init__` (responses.py);
+- anyio's asyncio backend's cancel scope class, built without anyio's loop lookup
+  (scopes.py).
+"""
