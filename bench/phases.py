@@ -34,7 +34,7 @@ from typing import Any
 from proxy.asgi import client_timeouts, head_with_body
 from proxy.backends import wire
 from proxy.cli import main
-from proxy.middleware import Edge
+from proxy.middleware.edge import Edge
 
 _SKIP = 200
 """requests left out at the start (warm-up)."""

@@ -91,7 +91,7 @@ def _run(settings: Settings) -> None:
 
     from proxy.app import create_app
     from proxy.asgi.client_timeouts import header_timeout_protocol
-    from proxy.middleware import Drain
+    from proxy.middleware.drain import Drain
 
     app = create_app(settings, serving=True)
     drain: Drain = app.state.drain

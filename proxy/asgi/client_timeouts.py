@@ -9,7 +9,7 @@ a request line, or headers and then a trickle of body, holds its connection
   start) to its complete headers; past it, a 408 and the connection closes.
   Bytes that are not HTTP get a 400 in the OpenAI error shape (uvicorn's own is
   plain text).
-- the body deadline (the edge, proxy/middleware.py): the whole body must
+- the body deadline (the edge, proxy/middleware/edge.py): the whole body must
   arrive within it; past it the app's `receive()` reports a disconnect and
   marks the request, and `read_body` answers 408 (see chat_request.read_body).
   A request whose body came with its headers is marked `BODY_IN`: nothing is
