@@ -19,5 +19,11 @@ pyproject.toml):
 - Starlette's `Response.init_headers` / `raw_headers`, set on responses that do not
   run `Response.__init__` (responses.py);
 - anyio's asyncio backend's cancel scope class, built without anyio's loop lookup
-  (scopes.py).
+  (scopes.py);
+- `uvicorn.Server.shutdown(sockets)`, overridden to begin the shutdown drain
+  (server.py).
+
+Outside it, two public-but-undocumented hooks are used and checked there too:
+api/passthrough.py overrides `StreamingResponse.stream_response(send)`, and the edge
+and the console read uvicorn's per-request `scope["state"]` dict.
 """

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import socket
 from typing import Any
 
 import anyio
+import uvicorn
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 from uvicorn.config import Config
@@ -20,6 +22,7 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.server import ServerState
 
 from proxy.asgi.client_timeouts import HeaderTimeoutProtocol
+from proxy.asgi.server import draining_server
 
 _WHOLE = b"POST /v1/x HTTP/1.1\r\nhost: a\r\ncontent-length: 2\r\n\r\n{}"
 _HEAD_ONLY = b"POST /v1/x HTTP/1.1\r\nhost: a\r\ncontent-length: 2\r\n\r\n"
@@ -235,3 +238,22 @@ async def test_anyio_cancel_scope_class_is_the_backends_and_takes_shield_and_dea
         outer.cancel()
         await asyncio.sleep(1)
     assert outer.cancelled_caught
+
+
+async def test_uvicorn_server_shutdown_is_the_coroutine_run_once_listening_stops() -> None:
+    # server.draining_server overrides `Server.shutdown(sockets)` to begin the drain.
+    assert inspect.iscoroutinefunction(uvicorn.Server.shutdown)
+    assert list(inspect.signature(uvicorn.Server.shutdown).parameters) == ["self", "sockets"]
+    begun: list[bool] = []
+    server = draining_server(lambda: begun.append(True))(
+        Config(_App(), lifespan="off", log_level="critical"))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        await asyncio.sleep(0.01)
+    assert begun == []
+    server.should_exit = True
+    await asyncio.wait_for(serving, 10)
+    sock.close()
+    assert begun == [True]
