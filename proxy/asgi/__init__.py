@@ -12,8 +12,6 @@ pyproject.toml):
   `response_complete`), `transport`, `loop`, and its `data_received`,
   `connection_made`, `connection_lost` and `send_400_response` hooks
   (client_timeouts.py);
-- a cycle's `transport` attribute, read by its `send` for every write, which
-  head_with_body.py replaces for one request;
 - uvicorn's `send` being a coroutine function that finishes without suspending
   unless its transport's writes are paused (direct_send.py);
 - Starlette's `Response.init_headers` / `raw_headers`, set on responses that do not
