@@ -8,14 +8,12 @@ pyproject.toml):
 
 - uvicorn's HTTP protocol classes: `AutoHTTPProtocol` (the one uvicorn would pick),
   subclassed for the header deadline; its `cycle` (one request's
-  `RequestResponseCycle`, with `transport`, `scope`, `more_body`,
+  `RequestResponseCycle`, with `scope`, `more_body` and
   `response_complete`), `transport`, `loop`, and its `data_received`,
   `connection_made`, `connection_lost` and `send_400_response` hooks
   (client_timeouts.py);
 - uvicorn's `send` being a coroutine function that finishes without suspending
   unless its transport's writes are paused (direct_send.py);
-- Starlette's `Response.init_headers` / `raw_headers`, set on responses that do not
-  run `Response.__init__` (responses.py);
 - anyio's asyncio backend's cancel scope class, built without anyio's loop lookup
   (scopes.py);
 - `uvicorn.Server.shutdown(sockets)`, overridden to begin the shutdown drain

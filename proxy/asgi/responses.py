@@ -1,8 +1,8 @@
 """The response classes the dialects answer with: an SSE stream and a whole JSON answer.
 
 Owns how an answer's head and body are handed to the server (`send`) and what runs
-when sending ends. Both override `__call__` (they drive `send` themselves); what
-Starlette's `Response` gives them is listed in proxy/asgi/__init__.py.
+when sending ends. Both are built by Starlette's own constructors and override
+`__call__`: they drive `send` themselves.
 Must not: know a dialect's format (the bodies come framed) or read the request.
 """
 
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from proxy.asgi.disconnect import unless_client_leaves
 
 
-class SseResponse(Response):
+class SseResponse(StreamingResponse):
     """A text/event-stream answer written as its body yields, watched for a client that leaves.
 
     Starlette's StreamingResponse runs each stream in an anyio task group with a
@@ -27,17 +27,13 @@ class SseResponse(Response):
     left, or the body never started (it must be idempotent and shield itself).
     """
 
-    media_type = "text/event-stream"
-
     def __init__(self, body: AsyncIterator[bytes] | None, headers: dict[str, str],
                  on_close: Callable[[], Awaitable[None]]) -> None:
+        """`body`, or None when a subclass makes it as sending starts (`_body(send)`)."""
         headers["cache-control"] = "no-cache"
         headers["x-accel-buffering"] = "no"
-        # Not Response.__init__: with no body it would promise `content-length: 0`.
-        self.status_code = 200
-        self.background = None
-        self.init_headers(headers)
-        self.body_iterator = body
+        super().__init__(_NoBody(), headers=headers, media_type="text/event-stream")
+        self.pieces = body
         self.on_close = on_close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -55,24 +51,25 @@ class SseResponse(Response):
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def _body(self, send: Send) -> AsyncIterator[bytes]:
-        assert self.body_iterator is not None
-        return self.body_iterator
+        assert self.pieces is not None
+        return self.pieces
+
+
+class _NoBody:
+    """Starlette's body iterator, never read: `__call__` sends what `_body` yields."""
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        raise StopAsyncIteration
 
 
 class ReportedAfter(Response):
-    """A JSON answer that reports its request once sent, or once sending stopped.
-
-    Its raw headers are built here in one go (Starlette's `init_headers` looks up and
-    encodes each again: ~1% of a small request's instructions)."""
+    """A JSON answer that reports its request once sent, or once sending stopped."""
 
     def __init__(self, body: bytes, headers: dict[str, str], report: Callable[[], None]) -> None:
-        self.status_code = 200
-        self.background = None
-        self.body = body
-        self.raw_headers = [(b"content-type", b"application/json"),
-                            (b"content-length", b"%d" % len(body))]
-        self.raw_headers += [(k.encode("latin-1"), v.encode("latin-1"))
-                             for k, v in headers.items()]
+        super().__init__(body, headers=headers, media_type="application/json")
         self.report = report
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

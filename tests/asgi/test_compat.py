@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import uvicorn
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 from uvicorn.config import Config
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
@@ -174,17 +174,6 @@ async def test_uvicorn_answers_bytes_that_are_not_http_through_send_400_response
     protocol.data_received(b"\x00\x01 not http\r\n\r\n")
     assert transport.closed
     assert b'"code":"invalid_http"' in b"".join(transport.written)
-
-
-def test_starlette_init_headers_builds_raw_headers_without_a_body() -> None:
-    # responses.SseResponse skips Response.__init__ (it would promise
-    # `content-length: 0`) and calls `init_headers` on an object with no `body`.
-    response = Response.__new__(Response)
-    response.status_code = 200
-    response.media_type = "text/event-stream"
-    response.init_headers({"X-A": "1"})
-    assert response.raw_headers == [(b"x-a", b"1"),
-                                    (b"content-type", b"text/event-stream; charset=utf-8")]
 
 
 async def test_starlette_streaming_response_sends_through_stream_response() -> None:
