@@ -22,8 +22,8 @@ class SseResponse(StreamingResponse):
     Starlette's StreamingResponse runs each stream in an anyio task group with a
     second task listening for the disconnect (uvicorn speaks ASGI 2.3, whose
     `send` does not fail once the client is gone); this does the same with one
-    plain task and a cancel scope (asgi/disconnect.py), a per-stream cost that
-    showed in the W2/W3 profiles. `on_close` runs once the body ends, the client
+    plain task and a cancel scope (asgi/disconnect.py), cheaper per stream.
+    `on_close` runs once the body ends, the client
     left, or the body never started (it must be idempotent and shield itself).
     """
 
