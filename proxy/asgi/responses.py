@@ -23,8 +23,8 @@ class SseResponse(StreamingResponse):
     second task listening for the disconnect (uvicorn speaks ASGI 2.3, whose
     `send` does not fail once the client is gone); this does the same with one
     plain task and a cancel scope (asgi/disconnect.py), cheaper per stream.
-    `on_close` runs once the body ends, the client
-    left, or the body never started (it must be idempotent and shield itself).
+    `on_close` runs once the body ends, the client left, or the body never started
+    (it must be idempotent and shield itself).
     """
 
     def __init__(self, body: AsyncIterator[bytes] | None, headers: dict[str, str],

@@ -18,14 +18,14 @@ drain's 503 included, carries the request id):
 - body deadline: the whole body must arrive within `client_timeout`
   (asgi/client_timeouts.py has the header deadline);
 - hot routes: POST /v1/chat/completions, /v1/responses, /v1/messages (and the Gemini
-  door by prefix) go straight to
-  their endpoints; everything else through Starlette's router.
+  door by prefix) go straight to their endpoints; everything else through Starlette's
+  router.
 
 Why one layer and a direct dispatch: stacked middlewares plus Starlette's error,
 exception and routing layers each add a send wrapper, a header scan and a task-local
-context to every request (bench/README.md has what they cost). The hot endpoints answer every error themselves
-(api/failures.py), so Starlette's handlers add nothing there; a bug that still
-escapes is logged once and answered 500 here.
+context to every request (bench/README.md has what they cost). The hot endpoints
+answer every error themselves (api/failures.py), so Starlette's handlers add nothing
+there; a bug that still escapes is logged once and answered 500 here.
 
 Pure ASGI (not BaseHTTPMiddleware): streamed bodies pass straight through.
 Must not: read a request body (the routes do, under the deadline set here), or add
