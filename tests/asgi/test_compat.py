@@ -71,7 +71,7 @@ class _App:
 
 
 def _protocol(app: _App, cls: Any = AutoHTTPProtocol) -> tuple[Any, _Transport]:
-    config = Config(app, lifespan="off", log_level="critical")
+    config = Config(app, lifespan="off", log_config=None)  # leaves logging as it is
     protocol = cls(config=config, server_state=ServerState(), app_state={},
                    _loop=asyncio.get_running_loop())
     transport = _Transport()
@@ -221,7 +221,7 @@ async def test_uvicorn_server_shutdown_is_the_coroutine_run_once_listening_stops
     assert list(inspect.signature(uvicorn.Server.shutdown).parameters) == ["self", "sockets"]
     begun: list[bool] = []
     server = draining_server(lambda: begun.append(True))(
-        Config(_App(), lifespan="off", log_level="critical"))
+        Config(_App(), lifespan="off", log_config=None))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
