@@ -35,13 +35,18 @@ valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$TMP/cg.%p" \
   "$PY" "${SERVE[@]}" --upstream "http://127.0.0.1:$FAKE_PORT" >"$TMP/proxy.log" 2>&1 &
 PROXY=$!
 trap 'kill $PROXY $FAKE 2>/dev/null || true; [ -n "${KEEP:-}" ] && cp "$TMP"/cg.* "$KEEP"/ ; rm -rf "$TMP"' EXIT
-for _ in $(seq 1 120); do
+for _ in $(seq 1 600); do  # valgrind starts python slowly on a busy machine
   curl -s -o /dev/null "http://127.0.0.1:$PROXY_PORT/healthz" && break; sleep 1
 done
 URL="http://127.0.0.1:$PROXY_PORT"
 "$PY" "$HERE/load.py" "$URL" --model "$MODEL" -n "${WARM:-300}" -d 300 "$@" >/dev/null
 callgrind_control -i on "$PROXY" >/dev/null 2>&1
-"$PY" "$HERE/load.py" "$URL" --model "$MODEL" -n "$N" -d 600 "$@" | grep -E '"(completed|errors)"'
+COUNTED=$("$PY" "$HERE/load.py" "$URL" --model "$MODEL" -n "$N" -d 600 "$@")
+echo "$COUNTED" | grep -E '"(completed|errors)"'
+if ! echo "$COUNTED" | grep -q '"errors": 0,'; then  # a count over failed requests means nothing
+  echo "instructions: not counted: requests failed ($(echo "$COUNTED" | grep first_error))" >&2
+  exit 1
+fi
 callgrind_control -i off "$PROXY" >/dev/null 2>&1
 callgrind_control -d "$PROXY" >/dev/null 2>&1
 sleep 1

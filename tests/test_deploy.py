@@ -104,9 +104,27 @@ def test_every_service_selects_a_pod_and_targets_a_container_port() -> None:
                 deployment["spec"]["template"]["metadata"]["labels"].items()
 
 
+def _expanded_env(container: dict[str, Any], secrets: dict[str, str]) -> dict[str, str]:
+    """A container's env as Kubernetes sets it: secretKeyRef values from `secrets`, and
+    `$(NAME)` expanded from the variables defined above it (only those, in order)."""
+    env: dict[str, str] = {}
+    for entry in container.get("env", []):
+        if "valueFrom" in entry:
+            ref = entry["valueFrom"]["secretKeyRef"]
+            env[entry["name"]] = secrets[f"{ref['name']}/{ref['key']}"]
+        else:
+            env[entry["name"]] = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                                        lambda m: env.get(m.group(1), m.group(0)), entry["value"])
+    return env
+
+
+SECRETS = {"toolshim-redis/password": "pw-0123abcd"}
+
+
 def test_the_sidecar_reaches_ollama_in_its_pod_and_redis_by_service() -> None:
     pod, toolshim = _container("toolshim")
-    env = {e["name"]: e["value"] for e in toolshim["env"]}
+    env = {k: v for k, v in _expanded_env(toolshim, SECRETS).items()
+           if k.startswith("TOOLSHIM_")}
     settings = _check_env(env)
     assert [p["containerPort"] for p in toolshim["ports"]] == [settings.port]
     upstream = urlsplit(settings.upstreams[0])
@@ -161,3 +179,15 @@ def test_compose_redis_requires_a_password_the_replicas_send() -> None:
     for service in (s for s in compose["services"].values() if "build" in s):
         url = _check_env(service["environment"]).redis_url or ""
         assert urlsplit(url).password == "pw-0123abcd"
+
+
+
+def test_kubernetes_redis_requires_the_password_the_sidecars_send() -> None:
+    _, redis = _container("redis")
+    env = _expanded_env(redis, SECRETS)
+    args = [re.sub(r"\$\(([A-Z_]+)\)", lambda m: env[m.group(1)], a) for a in redis["args"]]
+    assert args[args.index("--requirepass") + 1] == "pw-0123abcd"
+    _, toolshim = _container("toolshim")
+    url = _check_env({k: v for k, v in _expanded_env(toolshim, SECRETS).items()
+                      if k.startswith("TOOLSHIM_")}).redis_url or ""
+    assert urlsplit(url).password == "pw-0123abcd"

@@ -8,7 +8,7 @@ log line, limits) applies because it is the same flow.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 
 from proxy.api.failures import client_left
@@ -37,10 +37,11 @@ class ChatOutput:
     """frees what the flow holds (upstream response, limiter slot) even if `batches`
     is never started, e.g. when the client leaves before the body begins."""
 
-    def batches(self, direct: SseWriter | None = None) -> AsyncIterator[list[Chunk]]:
+    def batches(self, direct: SseWriter | None = None) -> AsyncGenerator[list[Chunk], None]:
         return _run_batches(self.run, direct)
 
-    def raw_batches(self, direct: SseWriter | None = None) -> AsyncIterator[list[ChunkOut]]:
+    def raw_batches(self, direct: SseWriter | None = None,
+                    ) -> AsyncGenerator[list[ChunkOut], None]:
         """`batches` as the flow hands them: a fast-path read stays the upstream's bytes,
         for a reader that can take its texts without decoding every chunk."""
         return _raw_batches(self.run, direct)
@@ -67,7 +68,7 @@ def output_of(run: ChatRun) -> ChatOutput:
 
 
 async def _raw_batches(run: ChatRun, direct: SseWriter | None
-                       ) -> AsyncIterator[list[ChunkOut]]:
+                       ) -> AsyncGenerator[list[ChunkOut], None]:
     try:
         async for batch in run.batches(direct):
             yield batch
@@ -75,7 +76,8 @@ async def _raw_batches(run: ChatRun, direct: SseWriter | None
         await run.aclose()  # shielded inside; accounts the request once
 
 
-async def _run_batches(run: ChatRun, direct: SseWriter | None) -> AsyncIterator[list[Chunk]]:
+async def _run_batches(run: ChatRun, direct: SseWriter | None,
+                       ) -> AsyncGenerator[list[Chunk], None]:
     try:
         async for batch in run.batches(direct):
             # The fast path hands chunks over as the upstream's JSON bytes.

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import anyio
 import orjson
 from starlette.responses import Response
 from starlette.types import Send
 
+from proxy.api.stream_tail import stream_body
 from proxy.asgi.direct_send import SseWriter
 from proxy.asgi.responses import ReportedAfter, SseResponse
 from proxy.errors import ApiError, error_body
@@ -54,25 +54,23 @@ def frames(batch: list[ChunkOut]) -> bytes:
     return frame(batch[0]) if len(batch) == 1 else b"".join([frame(i) for i in batch])
 
 
-async def _sse_body(run: ChatRun, direct: SseWriter | None = None) -> AsyncIterator[bytes]:
-    try:
-        async for batch in run.batches(direct):
-            # One item per batch is what a slow stream's reads make: no list, no join.
-            yield frames(batch)
-        yield DONE_FRAME
-    except ApiError as exc:
-        # A backend's own error event may repeat the credentials it got.
-        exc = exc.settled().masked(run.ex.redactor().mask)
-        yield _error_frame(exc.message, exc.status, exc.code) + DONE_FRAME
-    except (GeneratorExit, anyio.get_cancelled_exc_class()):
-        raise
-    except Exception:
-        # A bug of ours mid-stream: log it once, end the stream cleanly.
-        run.ex.svc.telemetry.log.exception("stream failed inside toolshim", extra={
-            "record": {"request_id": run.ex.record.request_id}})
-        yield _error_frame("internal error in toolshim", 500, "internal_error") + DONE_FRAME
-    finally:
-        await run.aclose()  # shielded inside: also when the client left
+def _sse_body(run: ChatRun, direct: SseWriter | None = None) -> AsyncIterator[bytes]:
+    return stream_body(run.ex, run.batches(direct), _CHAT, "chat", run.aclose)
+
+
+class _ChatFraming:
+    """A chat stream's pieces: `data:` frames, `[DONE]`, an OpenAI error event."""
+
+    piece = staticmethod(frames)
+
+    def end(self) -> bytes:
+        return DONE_FRAME
+
+    def failed(self, error: ApiError) -> bytes:
+        return _error_frame(error.message, error.status, error.code) + DONE_FRAME
+
+
+_CHAT = _ChatFraming()
 
 
 def frame(item: ChunkOut) -> bytes:

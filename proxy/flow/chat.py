@@ -51,7 +51,7 @@ from proxy.flow.correct import CorrectingTurn
 from proxy.flow.exchange import Exchange
 from proxy.flow.retry import below_min_validation, initial_plan, next_plan, rung_name
 from proxy.flow.run import ChatRun, Turn, UpstreamCall
-from proxy.flow.send import send_chat
+from proxy.flow.send import Offered, send_chat
 from proxy.flow.server_loop import offered_server_tools, server_tool_run
 from proxy.services import Services
 from proxy.transforms.request import apply_request_steps
@@ -190,7 +190,7 @@ async def send_with_retry(ex: Exchange, chat: ChatRequest, profile: Profile,
     # Backend quirks (backends/adapting.py) over the edge that picks /v1 or Ollama's
     # native /api/chat for this model (flow/send.py).
     sender = AdaptingSender(profile, chat, post=lambda sent, current: send_chat(
-        ex, upstream, sent, current, headers))
+        ex, upstream, sent, current, headers, Offered(chat, plan)))
     for attempt in range(3 + MAX_QUIRK_RETRIES):
         body, notes = apply_request_steps(chat, sender.profile, plan)
         ex.tap.sent(chat, body)

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from proxy.capabilities.learning import LearnedFact, facts_from
 from proxy.capabilities.resolve import normalise_model_name
 from proxy.capabilities.store import CapabilityStore, now_iso
+from proxy.credentials import owner_digest
 from proxy.observability.redact import Redactor
 from proxy.observability.tap import Tap
 from proxy.observability.telemetry import RequestRecord
@@ -48,8 +49,16 @@ class Exchange:
         repeat what it got (the client's own Authorization or X-Api-Key included) in its
         error text. Made once, and only when there is text to mask (error paths)."""
         if self._redactor is None:
-            self._redactor = self.svc.redactor.for_request(self.request.headers)
+            self._redactor = self.svc.redactor.for_request(self.request.headers, self._query())
         return self._redactor
+
+    def owner(self) -> str:
+        """Who this client is, for what toolshim keeps per client (credentials.py)."""
+        return owner_digest(self.request.headers, self._query())
+
+    def _query(self) -> str:
+        query: bytes = self.request.scope.get("query_string", b"")
+        return query.decode("latin-1")
 
     def shown(self, text: str) -> str:
         """`text` as a client, the console or a log line may show it."""
@@ -92,7 +101,8 @@ class Exchange:
         self.reported = True
         self.svc.telemetry.request_done(self.record, self.observations)
         self.svc.console.finished(self.record, self.observations, self.tap)
-        self._learn()  # what was found after the settling
+        if len(self.observations) > self.learned:
+            self._learn()  # what was found after the settling
 
     def _learn(self) -> None:
         new, self.learned = self.observations[self.learned:], len(self.observations)

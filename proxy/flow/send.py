@@ -11,7 +11,8 @@ the plain /v1 path. Either way the caller gets an OpenAI-shaped response.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -34,6 +35,7 @@ from proxy.backends.sse_frames import wants_usage
 from proxy.backends.upstream import Upstream, send
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange
+from proxy.transforms.request import apply_request_steps
 from proxy.transforms.request.tools import select_tools, tool_name
 from proxy.types import ChatRequest, Observation, Plan, Profile
 
@@ -46,15 +48,26 @@ def wants_native(profile: Profile) -> bool:
         or profile.ollama_options is not None
 
 
+@dataclass(frozen=True)
+class Offered:
+    """The client's request before the request steps, and the rung it goes on: what an
+    emulated tool list (rendered into the prompt, no `tools` left) is made from again
+    when the context guard keeps fewer tools."""
+
+    chat: ChatRequest
+    plan: Plan
+
+
 async def send_chat(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: Profile,
-                    headers: dict[str, str]) -> httpx.Response:
+                    headers: dict[str, str], offered: Offered | None = None,
+                    ) -> httpx.Response:
     """Send one attempt of a chat request: /v1 as it is, or Ollama's /api/chat."""
     content = orjson.dumps(body)
     if not wants_native(profile) or await _kind(ex, upstream) != "ollama":
         return await send(upstream, "POST", "/v1/chat/completions", content=content,
                           headers=headers)
-    before = body
-    body, num_ctx, chars, window = await _sized(ex, upstream, body, profile, len(content))
+    body, num_ctx, chars, window, trimmed = await _sized(ex, upstream, body, profile,
+                                                         len(content), offered)
     if num_ctx is None and profile.keep_alive is None and profile.ollama_options is None:
         response = await send(upstream, "POST", "/v1/chat/completions", content=content,
                               headers=headers)
@@ -63,7 +76,6 @@ async def send_chat(ex: Exchange, upstream: Upstream, body: ChatRequest, profile
         # A prompt that fits keeps /v1; its usage teaches the ratio the native path uses.
         return watch_prompt_tokens(response, lambda count: _learn_ratio(
             ex, profile, chars, count, window, "/v1 usage.prompt_tokens"))
-    trimmed = _removed_tools(before, body)
     native = to_native(body, num_ctx=num_ctx, keep_alive=profile.keep_alive,
                        ollama_options=dict(profile.ollama_options or ()))
     ex.record.num_ctx = num_ctx
@@ -89,6 +101,9 @@ def _removed_tools(before: ChatRequest, after: ChatRequest) -> list[str]:
     return [tool_name(t) for t in before.get("tools") or [] if tool_name(t) not in kept]
 
 
+Sized = tuple[ChatRequest, int | None, int, int | None, list[str]]
+
+
 async def _kind(ex: Exchange, upstream: Upstream) -> str:
     settings = ex.svc.settings
     return await upstream_kind(ex.svc.ollama, upstream, settings.kind_for(upstream.root),
@@ -96,21 +111,22 @@ async def _kind(ex: Exchange, upstream: Upstream) -> str:
 
 
 async def _sized(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: Profile,
-                 chars: int) -> tuple[ChatRequest, int | None, int, int | None]:
+                 chars: int, offered: Offered | None) -> Sized:
     """The body to send, the num_ctx to ask for (None: none), its size in characters,
-    and, for `num_ctx: auto`, the window the model has now."""
+    for `num_ctx: auto` the window the model has now, and the tools the guard took out."""
     floor = ex.svc.ollama.floor(upstream.root, body["model"])
     if isinstance(profile.num_ctx, int):
-        return body, max(profile.num_ctx, floor), chars, None
+        return body, max(profile.num_ctx, floor), chars, None, []
     if profile.num_ctx is None:
-        return body, floor or None, chars, None
+        return body, floor or None, chars, None, []
     window = await _window(ex, upstream, body, profile, chars, floor)
     decision = size_window(window)
     if decision.action in ("fits", "raise"):
         if decision.action == "raise":
             ex.record.context = "raise"
-        return body, decision.num_ctx, chars, max(window.current, window.floor)
-    return (*await _guard(ex, upstream, body, profile, window, decision), None)
+        return body, decision.num_ctx, chars, max(window.current, window.floor), []
+    sent, cap, sent_chars, removed = _guard(ex, body, profile, window, decision, offered)
+    return sent, cap, sent_chars, None, removed
 
 
 async def _window(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: Profile,
@@ -126,8 +142,9 @@ async def _window(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: 
     return Window(needed, current, limits.maximum, floor)
 
 
-async def _guard(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: Profile,
-                 window: Window, decision: Decision) -> tuple[ChatRequest, int | None, int]:
+def _guard(ex: Exchange, body: ChatRequest, profile: Profile, window: Window,
+           decision: Decision, offered: Offered | None,
+           ) -> tuple[ChatRequest, int | None, int, list[str]]:
     """Even the largest window allowed is too small: trim tools, reject, or send as is."""
     cap = decision.num_ctx
     guard = profile.context_guard
@@ -138,14 +155,33 @@ async def _guard(ex: Exchange, upstream: Upstream, body: ChatRequest, profile: P
                        param="messages", code="context_length_exceeded")
     if guard == "off":
         ex.record.context = "send"
-        return body, cap, len(orjson.dumps(body))
+        return body, cap, len(orjson.dumps(body)), []
     ex.record.context = "trim"
-    trimmed = _trim(body, profile, cap or 0)
-    return trimmed, cap, len(orjson.dumps(trimmed))
+    if offered is not None and offered.plan.tools == "emulate":
+        trimmed, removed = _trim_emulated(body, offered, profile, cap or 0)
+    else:
+        trimmed = _trim(body, profile, cap or 0)
+        removed = _removed_tools(body, trimmed)
+    return trimmed, cap, len(orjson.dumps(trimmed)), removed
 
 
-def _trim(body: ChatRequest, profile: Profile, cap: int) -> ChatRequest:
-    """The most tools (by the max_tools budget rules) whose request fits in `cap`."""
+def _trim_emulated(body: ChatRequest, offered: Offered, profile: Profile,
+                   cap: int) -> tuple[ChatRequest, list[str]]:
+    """`_trim` for tools described in the prompt: the client's tools are trimmed, then
+    described again, so the prompt names only the ones kept. Only the messages are
+    made again: what else the sender changed in `body` (a quirk's rewrite) stays."""
+
+    def sent_as(chat: ChatRequest) -> ChatRequest:
+        return {**body, "messages": apply_request_steps(chat, profile, offered.plan)[0]["messages"]}
+
+    chosen = _trim(offered.chat, profile, cap, sent_as)
+    return sent_as(chosen), _removed_tools(offered.chat, chosen)
+
+
+def _trim(body: ChatRequest, profile: Profile, cap: int,
+          sent_as: Callable[[ChatRequest], ChatRequest] | None = None) -> ChatRequest:
+    """The most tools (by the max_tools budget rules) whose request fits in `cap`;
+    `sent_as` makes the request as it would be sent (emulation), to be measured."""
     tools = body.get("tools")
     if not isinstance(tools, list) or not tools:
         return body
@@ -155,6 +191,8 @@ def _trim(body: ChatRequest, profile: Profile, cap: int) -> ChatRequest:
         return select_tools(body, budget, Plan("native"))[0]
 
     def fits(candidate: ChatRequest) -> bool:
+        if sent_as is not None:
+            candidate = sent_as(candidate)
         chars = len(orjson.dumps(candidate))
         return estimate_tokens(chars, _max_tokens(candidate), profile.chars_per_token) <= cap
 

@@ -25,7 +25,7 @@ from proxy.flow.exchange import Exchange
 from proxy.flow.run import ChatRun, DirectWriter, Turn
 from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.server_tools.host import ToolHost
-from proxy.server_tools.kept import history_call_ids, owner_of
+from proxy.server_tools.kept import history_call_ids
 from proxy.server_tools.loop import (
     LoopGuard,
     next_messages,
@@ -81,7 +81,7 @@ class LoopTurn:
         self.server_names = {t["function"]["name"] for t in server}
         # Only this client's set-aside parts, each used once: another key naming
         # the same call ids gets nothing back.
-        self.owner = owner_of(ex.request.headers)
+        self.owner = ex.owner()
         kept = host.set_aside.take(self.owner, history_call_ids(chat["messages"]))
         self.messages = put_back(chat["messages"], kept)
         self.chat: ChatRequest = {**chat, "messages": self.messages,

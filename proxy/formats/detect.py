@@ -87,9 +87,9 @@ class TagWatch:
     pattern: re.Pattern[str] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.keep = max(len(tag) for tag in self.tags) - 1
-        self.firsts = tuple(sorted({tag[0] for tag in self.tags}))
-        self.pattern = tags_pattern(self.tags)
+        # Made per request (a stream's recovery, a reasoning section): what the tags
+        # imply is worked out once per set of tags.
+        self.keep, self.firsts, self.pattern = _watched(self.tags)
 
     def seen(self, delta: str) -> bool:
         if not self.tail and not any(first in delta for first in self.firsts):
@@ -104,6 +104,14 @@ class TagWatch:
         if not self.tail and not any(first in delta for first in self.firsts):
             return False
         return self.pattern.search(self.tail + delta) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _watched(tags: tuple[str, ...]) -> tuple[int, tuple[str, ...], re.Pattern[str]]:
+    """A TagWatch's derived fields: how much text to keep, the tags' first characters,
+    the pattern that finds any of them."""
+    return max(len(tag) for tag in tags) - 1, tuple(sorted({tag[0] for tag in tags})), \
+        tags_pattern(tags)
 
 
 def think_end(text: str, start: int, closes: tuple[str, ...] = THINK_CLOSES

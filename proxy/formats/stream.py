@@ -22,6 +22,7 @@ from proxy.formats.detect import (
     REASONING_TAGS,
     THINK_BREAKERS,
     THINK_CLOSES,
+    MarkerSet,
     TagWatch,
     controls_of,
     drop_controls,
@@ -59,12 +60,9 @@ class StreamRecovery:
     ) -> None:
         self._tools = dict(tools)
         self._leads = (_ALL, *self._tools)
-        self._order, self._markers, self._controls = _formats_and_markers(
-            preferred, tuple(FORMATS.values()))
-        self._dropped = controls_of(self._order)
+        (self._order, self._markers, self._controls, self._dropped, self._marker_set,
+         self._quiet) = _searched_for(preferred)
         self._keep = keep_reasoning
-        self._marker_set = marker_set(self._markers)
-        self._quiet = _needed_chars(self._markers)
         self._buf = ""
         # Deltas that cannot change anything yet (feed), joined into _buf when they can.
         self._pending: list[str] = []
@@ -461,6 +459,18 @@ class StreamRecovery:
         """Reasoning goes on verbatim (keep_reasoning) or is dropped; it is never parsed."""
         text, self._buf = self._buf[:size], self._buf[size:]
         return [text] if self._keep and text else []
+
+
+@functools.lru_cache(maxsize=64)
+def _searched_for(preferred: str | None) -> tuple[
+        tuple[TextFormat, ...], tuple[str, ...], frozenset[str], tuple[str, ...], MarkerSet,
+        re.Pattern[str]]:
+    """What a stream searches for, by its preferred format: made once, not per stream
+    (the registry is fixed at import; hashing it and the markers again per request
+    cost more than the search of a short answer)."""
+    order, markers, controls = _formats_and_markers(preferred, tuple(FORMATS.values()))
+    return order, markers, controls, controls_of(order), marker_set(markers), \
+        _needed_chars(markers)
 
 
 @functools.lru_cache(maxsize=64)

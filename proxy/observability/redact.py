@@ -1,11 +1,11 @@
 """Masking secrets in text a person may see: log lines, client answers, the console.
 
 Owns the one masking rule (every secret of at least `MIN_SECRET` characters is
-replaced by `MASK`, longest first so none leaks in part) and which parts of a
-client's request are secrets. An upstream may repeat the credentials it got in
-its error text (a gateway in debug mode, a key check that quotes the header);
-the log formatter, the client-facing error paths and the console all mask with
-this. Must not: log, or keep state beyond its secrets.
+replaced by `MASK`, longest first so none leaks in part). An upstream may repeat
+the credentials it got in its error text (a gateway in debug mode, a key check
+that quotes the header); the log formatter, the client-facing error paths and
+the console all mask with this. Which parts of a request are a client's key is
+credentials.py's. Must not: log, or keep state beyond its secrets.
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ from collections.abc import Iterable, Mapping
 
 import orjson
 
+from proxy.credentials import client_keys
+
 MASK = "[redacted]"
 MIN_SECRET = 8
 """shorter strings would mask ordinary words; real keys are long."""
-
-CLIENT_KEY_HEADERS = ("authorization", "x-api-key")
-"""request headers whose value is the client's key (Authorization without its scheme)."""
-
 
 class Redactor:
     """Masks a fixed set of secrets; `with_secrets` adds a request's own."""
@@ -52,21 +50,6 @@ class Redactor:
         extra = [s for s in more if len(s) >= MIN_SECRET and s not in self.secrets]
         return Redactor((*self.secrets, *extra)) if extra else self
 
-    def for_request(self, headers: Mapping[str, str]) -> Redactor:
-        """These secrets and the key the request's client sent (`client_secrets`)."""
-        return self.with_secrets(client_secrets(headers))
-
-
-def client_secrets(headers: Mapping[str, str]) -> list[str]:
-    """The key a client sent: its Authorization credentials (after `Bearer `, `Basic `,
-    ...) and its X-Api-Key. Both may be passed upstream as sent."""
-    found = []
-    for name in CLIENT_KEY_HEADERS:
-        value = (headers.get(name) or "").strip()
-        if not value:
-            continue
-        if name == "authorization":
-            _, _, credentials = value.partition(" ")
-            value = credentials.strip() or value
-        found.append(value)
-    return found
+    def for_request(self, headers: Mapping[str, str], query: str = "") -> Redactor:
+        """These secrets and every key the request's client sent (credentials.py)."""
+        return self.with_secrets(client_keys(headers, query))

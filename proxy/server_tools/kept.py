@@ -11,7 +11,6 @@ keep the key itself (only its digest).
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -26,15 +25,6 @@ TTL_S = 3600.0
 MAX_PARTS = 4096
 MAX_BYTES = 32 << 20
 """the calls and results kept, as JSON, over all clients."""
-
-
-def owner_of(headers: Mapping[str, str]) -> str:
-    """Who a request is, for the store: a digest of the credential it sent (none: "")."""
-    credential = (headers.get("authorization") or headers.get("x-api-key")
-                  or headers.get("x-goog-api-key") or "")
-    if not credential:
-        return ""
-    return hashlib.sha256(credential.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 @dataclass

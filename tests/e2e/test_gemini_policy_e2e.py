@@ -229,6 +229,9 @@ def test_unknown_model_is_not_found(client: genai.Client) -> None:
     with pytest.raises(errors.ClientError) as info:
         client.models.get(model="nosuch")
     assert info.value.code == 404 and "nosuch" in (info.value.message or "")
+    with pytest.raises(errors.ClientError) as info:  # counting says so too
+        client.models.count_tokens(model="nosuch", contents="hi")
+    assert info.value.code == 404 and "nosuch" in (info.value.message or "")
 
 
 @pytest.mark.parametrize(("body", "field"), [

@@ -327,6 +327,10 @@ def test_unknown_model_is_not_found(claude: anthropic.Anthropic) -> None:
     assert body["type"] == "error" and body["error"]["type"] == "not_found_error"
     assert "nosuch" in body["error"]["message"] and body["request_id"]
     assert info.value.response.headers["request-id"] == body["request_id"]
+    with pytest.raises(anthropic.NotFoundError) as info:  # counting says so too
+        claude.messages.count_tokens(model="nosuch", messages=HI)
+    assert info.value.body["error"]["type"] == "not_found_error"
+    assert "nosuch" in info.value.body["error"]["message"]
 
 
 @pytest.mark.parametrize(("body", "field"), [

@@ -247,6 +247,29 @@ def test_trim_drops_unused_tools_to_fit_the_models_maximum(
     assert native.truncated[-1] is False
 
 
+def test_trim_shortens_an_emulated_tool_list_too(
+        start: Callable[..., openai.OpenAI], native: FakeOllamaNative) -> None:
+    # Emulated tools are described in the prompt, with no `tools` left to trim: the
+    # client's list is trimmed and described again.
+    native.reply("small:1b", NativeReply(content=["ok"]))
+    client = start(AUTO + 'models:\n  "small*":\n    tools: emulate\n')
+    history: list[Any] = [*MSG, {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "tool_39", "arguments": '{"path": "a"}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "found"}]
+    raw = client.chat.completions.with_raw_response.create(
+        model="small:1b", messages=history, tools=agent_tools(40))  # type: ignore[arg-type]
+    assert raw.headers["x-toolshim-rung"] == "emulate"
+    stripped = int(raw.headers["x-toolshim-tools-stripped"])
+    sent = native.native_requests()[-1]
+    assert "tools" not in sent
+    prompt = " ".join(str(m.get("content")) for m in sent["messages"])
+    described = [f"tool_{i:02d}" for i in range(40) if f"tool_{i:02d}" in prompt]
+    assert 0 < len(described) == 40 - stripped < 40
+    assert "tool_39" in described and described[0] == "tool_00"
+    assert native.truncated[-1] is False
+
+
 def test_reject_says_how_big_and_how_small(start: Callable[..., openai.OpenAI],
                                            native: FakeOllamaNative) -> None:
     client = start(AUTO + "  context_guard: reject\n")

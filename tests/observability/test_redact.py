@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from proxy.observability.redact import MASK, Redactor, client_secrets
+from proxy.observability.redact import MASK, Redactor
 
 
 def test_longest_secret_first_and_short_strings_never_masked() -> None:
@@ -23,13 +23,6 @@ def test_bytes_are_masked_also_where_json_escaped_them() -> None:
 def test_unmatched_bytes_come_back_as_they_were() -> None:
     raw = b"\xff not utf-8, no secret"
     assert Redactor(["sk-abcdef12"]).mask_bytes(raw) is raw
-
-
-def test_client_secrets_are_the_credentials_not_the_scheme() -> None:
-    headers = {"authorization": "Bearer sk-client-1234", "x-api-key": " sk-x-5678 "}
-    assert client_secrets(headers) == ["sk-client-1234", "sk-x-5678"]
-    assert client_secrets({"authorization": "tokenwithoutscheme"}) == ["tokenwithoutscheme"]
-    assert client_secrets({}) == []
 
 
 def test_with_secrets_adds_only_what_is_new() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.server_tools.kept import KeptCalls, history_call_ids, owner_of
+from proxy.server_tools.kept import KeptCalls, history_call_ids
 from proxy.server_tools.loop import SetAside
 
 
@@ -42,14 +42,6 @@ def test_bounded_in_entries_bytes_and_time() -> None:
     kept.keep("a", ["late"], _part("sl"))
     clock.now = 11
     assert kept.take("a", ["late"]) == {} and len(kept) == 0
-
-
-def test_owner_is_a_digest_of_the_credential() -> None:
-    alice = owner_of({"authorization": "Bearer key-a"})
-    assert alice and "key-a" not in alice
-    assert alice != owner_of({"authorization": "Bearer key-b"})
-    assert owner_of({}) == ""
-    assert owner_of({"x-api-key": "k"}) == owner_of({"x-api-key": "k"})
 
 
 def test_history_call_ids() -> None:

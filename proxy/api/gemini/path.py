@@ -9,6 +9,7 @@ percent-encoded (`%3A`), which the server has decoded by the time the route sees
 from __future__ import annotations
 
 METHODS = ("generateContent", "streamGenerateContent", "countTokens")
+"""the model methods the door answers; any other is a 404."""
 
 
 def split_method(rest: str) -> tuple[str, str] | None:

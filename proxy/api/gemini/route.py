@@ -25,12 +25,13 @@ from proxy.api.chat_output import ChatOutput, chat_chunks
 from proxy.api.failures import answer_or_error
 from proxy.api.gemini.answer import AnswerBuilder, sse_frame
 from proxy.api.gemini.errors import render
-from proxy.api.gemini.path import split_method
+from proxy.api.gemini.path import METHODS, split_method
 from proxy.api.gemini.request import Translated, to_chat
+from proxy.api.stream_tail import stream_body
 from proxy.asgi.direct_send import SseWriter
 from proxy.asgi.responses import SseResponse
-from proxy.asgi.scopes import cancel_scope
 from proxy.backends.context import estimate_tokens
+from proxy.backends.listing import require_listed
 from proxy.errors import ApiError, check_model_name
 from proxy.flow.chat import aliased
 from proxy.flow.exchange import Exchange, call_headers
@@ -51,10 +52,9 @@ async def model_method(request: Request) -> Response:
 
 
 async def _handle(ex: Exchange, target: tuple[str, str] | None) -> Response:
-    if target is None or target[1] not in ("generateContent", "streamGenerateContent",
-                                           "countTokens"):
+    if target is None or target[1] not in METHODS:
         raise ApiError(404, f"{ex.request.url.path!r} names no model method this server "
-                       "has (generateContent, streamGenerateContent, countTokens)")
+                       f"has ({', '.join(METHODS)})")
     model, method = target
     check_model_name(model)
     raw = await read_body(ex.request, ex.svc.settings.max_body_bytes)
@@ -64,7 +64,7 @@ async def _handle(ex: Exchange, target: tuple[str, str] | None) -> Response:
         check_tool_refs(translated.chat)  # the chat door's checks: $ref cycles, expansion
     ex.record.tools_stripped += translated.stripped
     if method == "countTokens":
-        return _count(ex, translated)
+        return await _count(ex, translated)
     builder = AnswerBuilder(model, thoughts=translated.thoughts,
                             prompt_tokens=_estimate(ex, ex.svc.served(model), len(raw)))
     output = await chat_chunks(ex, translated.chat)
@@ -90,11 +90,13 @@ def _estimate(ex: Exchange, model: str, chars: int) -> int:
     return estimate_tokens(chars, 1, profile.chars_per_token) - 1
 
 
-def _count(ex: Exchange, translated: Translated) -> Response:
+async def _count(ex: Exchange, translated: Translated) -> Response:
     """`{"totalTokens": N}` by toolshim's own estimate of the translated request,
     without running the model: the model that would serve it (an alias's target)."""
     chat = aliased(ex, translated.chat)
     ex.record.model = chat["model"]
+    # A model no upstream serves is not found here either, as generating content says.
+    await require_listed(ex.svc.router, chat["model"])
     count = _estimate(ex, chat["model"], len(orjson.dumps(chat)))
     ex.finish(200)
     return JSONResponse({"totalTokens": count},
@@ -143,24 +145,24 @@ class _Framing:
         return b"" if self.sse else b"]" if self.opened else b"[]"
 
 
-async def _chunks(ex: Exchange, builder: AnswerBuilder, output: ChatOutput, frame: _Framing,
-                  direct: SseWriter | None = None) -> AsyncIterator[bytes]:
+def _chunks(ex: Exchange, builder: AnswerBuilder, output: ChatOutput, frame: _Framing,
+            direct: SseWriter | None = None) -> AsyncIterator[bytes]:
     batches = output.raw_batches(direct)
-    try:
-        async for batch in batches:
-            if batch:  # an empty batch is the flow waiting: nothing empty is sent
-                piece = frame(builder.feed_batch(batch))
-                if piece:
-                    yield piece
-        yield frame([builder.finish()]) + frame.close()
-    except ApiError as exc:
-        exc = exc.settled()
-        # A failure once the stream started is an error chunk, never a finishReason.
-        yield frame([builder.fail(exc.status, ex.shown(exc.message))]) + frame.close()
-    except Exception:
-        ex.svc.telemetry.log.exception("gemini stream failed inside toolshim", extra={
-            "record": {"request_id": ex.record.request_id}})
-        yield frame([builder.fail(500, "internal error in toolshim")]) + frame.close()
-    finally:
-        with cancel_scope(shield=True):
-            await batches.aclose()  # type: ignore[attr-defined]
+    return stream_body(ex, batches, _Pieces(builder, frame), "gemini", batches.aclose)
+
+
+class _Pieces:
+    """A Gemini stream's pieces: an empty batch is the flow waiting (nothing empty is
+    sent); a failure once the stream started is an error chunk, never a finishReason."""
+
+    def __init__(self, builder: AnswerBuilder, frame: _Framing) -> None:
+        self.builder, self.frame = builder, frame
+
+    def piece(self, batch: list[ChunkOut]) -> bytes:
+        return self.frame(self.builder.feed_batch(batch)) if batch else b""
+
+    def end(self) -> bytes:
+        return self.frame([self.builder.finish()]) + self.frame.close()
+
+    def failed(self, error: ApiError) -> bytes:
+        return self.frame([self.builder.fail(error.status, error.message)]) + self.frame.close()

@@ -27,13 +27,14 @@ from proxy.api.messages.errors import error_type, render
 from proxy.api.messages.events import PING_FRAME, MessageBuilder, frames
 from proxy.api.messages.request import Translated, to_chat, validate
 from proxy.api.messages.waiting import WaitingStream, answered_in_time, drop
+from proxy.api.stream_tail import stream_body
 from proxy.asgi.direct_send import SseWriter
 from proxy.asgi.disconnect import unless_client_leaves
 from proxy.asgi.responses import SseResponse
-from proxy.asgi.scopes import cancel_scope
 from proxy.backends.context import prompt_tokens
+from proxy.backends.listing import require_listed
 from proxy.errors import ApiError
-from proxy.flow.chat import run_chat
+from proxy.flow.chat import aliased, run_chat
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.translate import ChunkOut
 from proxy.observability.telemetry import RequestRecord
@@ -127,31 +128,36 @@ class _MessagesStream(SseResponse):
         return self.builder.opening() + frames(events) if events else b""
 
 
-async def _events(ex: Exchange, builder: MessageBuilder, output: ChatOutput,
-                  direct: SseWriter | None = None) -> AsyncIterator[bytes]:
-    # message_start leaves with the first piece (`opening`), whoever writes it.
+def _events(ex: Exchange, builder: MessageBuilder, output: ChatOutput,
+            direct: SseWriter | None = None) -> AsyncIterator[bytes]:
     batches = output.raw_batches(direct)
-    try:
-        async for batch in batches:
-            events = builder.feed_batch(batch)
-            if events:
-                yield builder.opening() + frames(events)
-            elif all(item is KEEPALIVE for item in batch):
-                # the flow is waiting on the backend: the API's own keep-alive
-                yield builder.opening() + PING_FRAME
-        yield builder.opening() + frames(builder.finish())
-    except ApiError as exc:
-        exc = exc.settled()
-        # A failure once the stream started is the API's `error` event, never message_stop.
-        yield builder.opening() + frames(builder.fail(error_type(exc.status),
-                                                      ex.shown(exc.message)))
-    except Exception:
-        ex.svc.telemetry.log.exception("messages stream failed inside toolshim", extra={
-            "record": {"request_id": ex.record.request_id}})
-        yield builder.opening() + frames(builder.fail("api_error", "internal error in toolshim"))
-    finally:
-        with cancel_scope(shield=True):
-            await batches.aclose()  # type: ignore[attr-defined]
+    return stream_body(ex, batches, _Framing(builder), "messages", batches.aclose)
+
+
+class _Framing:
+    """A Messages stream's pieces; `message_start` leaves with the first of them
+    (`opening`), whoever writes it. A failure once the stream started is the API's
+    `error` event, never message_stop."""
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.builder = builder
+
+    def piece(self, batch: list[ChunkOut]) -> bytes:
+        builder = self.builder
+        events = builder.feed_batch(batch)
+        if events:
+            return builder.opening() + frames(events)
+        if all(item is KEEPALIVE for item in batch):
+            # the flow is waiting on the backend: the API's own keep-alive
+            return builder.opening() + PING_FRAME
+        return b""
+
+    def end(self) -> bytes:
+        return self.builder.opening() + frames(self.builder.finish())
+
+    def failed(self, error: ApiError) -> bytes:
+        return self.builder.opening() + frames(self.builder.fail(error_type(error.status),
+                                                                 error.message))
 
 
 # --- count_tokens --------------------------------------------------------------
@@ -169,13 +175,12 @@ async def _count(ex: Exchange) -> Response:
     without running the model."""
     raw = await read_body(ex.request, ex.svc.settings.max_body_bytes)
     translated = to_chat(_decode(raw, counting=True))
-    chat = translated.chat
+    chat = aliased(ex, translated.chat)
     chat.pop("max_tokens", None)
-    served = ex.svc.served(chat["model"])
-    ex.record.model = served
-    if served != chat["model"]:
-        ex.record.alias = chat["model"]
-    profile = ex.svc.store.profile(served)
+    ex.record.model = chat["model"]
+    # A model no upstream serves is not found here either, as creating a message says.
+    await require_listed(ex.svc.router, chat["model"])
+    profile = ex.svc.store.profile(chat["model"])
     count = prompt_tokens(len(orjson.dumps(chat)), profile.chars_per_token)
     ex.finish(200)
     return JSONResponse({"input_tokens": count},

@@ -24,17 +24,17 @@ from proxy.api.chat_output import ChatOutput, chat_chunks
 from proxy.api.failures import answer_or_error
 from proxy.api.responses.events import Event, ResponseBuilder
 from proxy.api.responses.request import Translated, to_chat, validate
-from proxy.api.responses.store import ResponsesStore, owner_of
+from proxy.api.responses.store import ResponsesStore
+from proxy.api.stream_tail import stream_body
 from proxy.asgi.direct_send import SseWriter
 from proxy.asgi.responses import SseResponse
-from proxy.asgi.scopes import cancel_scope
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.translate import ChunkOut, as_chunks
 from proxy.observability.telemetry import RequestRecord
 from proxy.services import Services
 from proxy.sse import KEEPALIVE_FRAME
-from proxy.types import JSON
+from proxy.types import JSON, Chunk
 
 _DEFAULTS: JSON = {"instructions": None, "tool_choice": "auto", "parallel_tool_calls": True,
                    "temperature": None, "top_p": None, "max_output_tokens": None,
@@ -120,24 +120,28 @@ async def _events(ex: Exchange, builder: ResponseBuilder, output: ChatOutput,
                   direct: SseWriter | None = None) -> AsyncIterator[bytes]:
     yield _frames(builder.start())
     batches = output.batches(direct)
-    try:
-        async for batch in batches:
-            if not batch:  # the flow is waiting (server tools): a comment keeps the client
-                yield KEEPALIVE_FRAME
-                continue
-            events = builder.feed_all(batch)
-            if events:
-                yield _frames(events)
-        yield _frames(builder.finish())
-    except ApiError as exc:
-        yield _frames(builder.fail(ex.shown(exc.settled().message)))  # may quote credentials
-    except Exception:
-        ex.svc.telemetry.log.exception("responses stream failed inside toolshim")
-        yield _frames(builder.fail("internal error in toolshim"))
-    finally:
-        with cancel_scope(shield=True):
-            await batches.aclose()  # type: ignore[attr-defined]
+    async for piece in stream_body(ex, batches, _Framing(builder), "responses", batches.aclose):
+        yield piece
     _keep(ex, keep, builder, translated)
+
+
+class _Framing:
+    """A Responses stream's pieces: each batch's events; a comment while the flow
+    waits (server tools) keeps the client; `response.failed` on a failure."""
+
+    def __init__(self, builder: ResponseBuilder) -> None:
+        self.builder = builder
+
+    def piece(self, batch: list[Chunk]) -> bytes:
+        if not batch:
+            return KEEPALIVE_FRAME
+        return _frames(self.builder.feed_all(batch))
+
+    def end(self) -> bytes:
+        return _frames(self.builder.finish())
+
+    def failed(self, error: ApiError) -> bytes:
+        return _frames(self.builder.fail(error.message))
 
 
 def _frames(events: list[Event]) -> bytes:
@@ -160,9 +164,9 @@ def _keep(ex: Exchange, store: ResponsesStore | None, builder: ResponseBuilder,
 
 
 def _owner(ex: Exchange) -> str:
-    """The stored responses this request may use: its API key's (store.py)."""
-    return owner_of(ex.request.headers.get("authorization", ""),
-                    bool(ex.svc.settings.api_keys))
+    """The stored responses this request may use: with API keys configured, its key's;
+    else everyone's."""
+    return ex.owner() if ex.svc.settings.api_keys else ""
 
 
 # Lookups in the store call no upstream, but are /v1 requests all the same: one log

@@ -14,7 +14,6 @@ it did not exist.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import time
 from collections import OrderedDict
@@ -30,19 +29,10 @@ class Stored:
     response: JSON
     conversation: list[Message]
     owner: str = ""
-    """who may use it (`owner_of`): "" when the proxy has no API keys."""
+    """who may use it (`Exchange.owner`): "" when the proxy has no API keys."""
     size: int = 0
     """bytes it weighs against the budget (`weigh`)."""
     expires: float = 0.0
-
-
-def owner_of(authorization: str, keys_configured: bool) -> str:
-    """Whose a stored response is: with API keys configured, the bearer token the
-    request came with, as a digest (the key itself is never kept); else everyone's."""
-    if not keys_configured:
-        return ""
-    token = authorization.partition(" ")[2].strip()
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def weigh(response: JSON, conversation: list[Message]) -> int:
