@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 
 from _forwarder_cli import run_forwarder  # bench/, this script's directory
 
-from proxy.api.client_timeouts import header_timeout_protocol
+from proxy.asgi.client_timeouts import header_timeout_protocol
 from proxy.backends.wire import WireTransport
 
 _TIMEOUTS = {"connect": 10.0, "read": 60.0, "write": 60.0, "pool": 10.0}

@@ -31,10 +31,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from proxy.api import client_timeouts, head_with_body
+from uvicorn.protocols.http import httptools_impl
+
+from proxy.asgi import client_timeouts
 from proxy.backends import wire, wire_connection
 from proxy.cli import main
-from proxy.middleware import Edge
+from proxy.middleware.edge import Edge
 
 _SKIP = 200
 """requests left out at the start (warm-up)."""
@@ -73,18 +75,12 @@ def _fixed_marks() -> None:
             original(self, data)
         return data_received
 
-    def written(original: Any) -> Any:
-        def write(self: Any, data: bytes) -> None:
-            original(self, data)
-            if self._cycle is None:  # the head has gone (with this body or alone)
-                mark("out")
-        return write
-
-    def flushed(original: Any) -> Any:
-        def flush(self: Any) -> None:
-            original(self)
-            mark("out")
-        return flush
+    def sent(original: Any) -> Any:
+        async def send(self: Any, message: Any) -> None:
+            await original(self, message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                mark("out")  # the answer's last piece has been written
+        return send
 
     def ended(original: Any) -> Any:
         async def call(self: Any, scope: Any, receive: Any, send: Any) -> None:
@@ -99,8 +95,7 @@ def _fixed_marks() -> None:
     _patch(client_timeouts.HeaderTimeoutProtocol, "data_received", arrival)
     _patch(wire.WireTransport, "_answered", upstream_write)
     _patch(wire_connection.Connection, "data_received", upstream_in)
-    _patch(head_with_body.HeadWithBody, "write", written)
-    _patch(head_with_body.HeadWithBody, "flush", flushed)
+    _patch(httptools_impl.RequestResponseCycle, "send", sent)
     _patch(Edge, "__call__", ended)
 
 

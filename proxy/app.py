@@ -32,7 +32,9 @@ from proxy.backends.upstream import Upstream, fetch_listing, make_upstream
 from proxy.capabilities.store import CapabilityStore
 from proxy.console.routes import console_routes
 from proxy.errors import ApiError, internal_error
-from proxy.middleware import Drain, Edge, bearer_allowed
+from proxy.middleware.drain import Drain
+from proxy.middleware.edge import Edge
+from proxy.middleware.keys import bearer_allowed
 from proxy.observability.logs import quiet_intended_cuts
 from proxy.observability.metrics import CONTENT_TYPE
 from proxy.observability.recent import ConsoleState
@@ -153,7 +155,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None, *,
         Route("/admin/capabilities", admin_capabilities, methods=["GET"]),
         *console_routes(),
     ]
-    # One edge layer (request id, drain, keys, body deadline): see proxy/middleware.py.
+    # One edge layer (request id, drain, keys, body deadline): see proxy/middleware/edge.py.
     # It sits outside Starlette's own layers; the hot POST routes are dispatched
     # there directly, past the router.
     edge = partial(Edge, drain=drain, keys=settings.api_keys,

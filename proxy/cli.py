@@ -90,18 +90,13 @@ def _run(settings: Settings) -> None:
     """Serve until SIGTERM/SIGINT; drain open requests for the grace period; return."""
     import uvicorn
 
-    from proxy.api.client_timeouts import header_timeout_protocol
     from proxy.app import create_app
-    from proxy.middleware import Drain
+    from proxy.asgi.client_timeouts import header_timeout_protocol
+    from proxy.asgi.server import draining_server
+    from proxy.middleware.drain import Drain
 
     app = create_app(settings, serving=True)
     drain: Drain = app.state.drain
-
-    class DrainingServer(uvicorn.Server):
-        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            drain.begin()  # cuts what is still open `grace` seconds from now
-            await super().shutdown(sockets)
-
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_config=None,
         log_level=settings.log_level, access_log=False, server_header=False,
@@ -115,7 +110,7 @@ def _run(settings: Settings) -> None:
     # Orchestrators read a drained stop as success, so the re-raise is a no-op.
     signal.signal(signal.SIGTERM, lambda signum, frame: None)
     sock = _listen(settings.host, settings.port)  # before the app starts and says "listening"
-    DrainingServer(config).run(sockets=[sock])
+    draining_server(drain.begin)(config).run(sockets=[sock])
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -152,7 +147,7 @@ def _run_workers(settings: Settings) -> None:
                 host=settings.host, port=settings.port, log_config=None,
                 log_level=settings.log_level, access_log=False, server_header=False,
                 proxy_headers=False,
-                http="proxy.api.client_timeouts:HeaderTimeoutProtocol",
+                http="proxy.asgi.client_timeouts:HeaderTimeoutProtocol",
                 timeout_graceful_shutdown=math.ceil(settings.shutdown_grace) + 2)
 
 

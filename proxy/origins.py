@@ -1,6 +1,6 @@
 """Who may act through a browser: the Host and Origin rules the edge applies (docs/security.md).
 
-Pure: header values in, a verdict out; no settings, no I/O. The edge (middleware.py)
+Pure: header values in, a verdict out; no settings, no I/O. The edge (middleware/edge.py)
 collects the headers in its one pass and calls these only when they matter.
 
 Two attacks shape it. A page on another site can POST to toolshim (a form or a
@@ -81,3 +81,13 @@ def refusal_body(path: str, status: int, message: str, code: str) -> bytes:
         return orjson.dumps({"error": {"code": status, "message": message, "status": state}})
     openai_type = "invalid_request_error" if status == 421 else None
     return orjson.dumps(error_body(message, status, type_=openai_type, code=code))
+
+
+def cross_origin(method: str, scheme: str, origin: bytes | None, fetch_site: bytes | None,
+                 host: bytes | None) -> bool:
+    """A request that acts, sent by a page of another origin (a browser says so)."""
+    if method in SAFE_METHODS:
+        return False
+    if fetch_site == b"cross-site":
+        return True
+    return origin is not None and not same_origin(origin, scheme, host)

@@ -18,7 +18,8 @@ from support.fake_ollama import FakeOllama
 from support.polling import until_async
 
 from proxy.app import create_app
-from proxy.middleware import Drain, Edge
+from proxy.middleware.drain import Drain
+from proxy.middleware.edge import Edge
 from proxy.observability.telemetry import Telemetry
 from proxy.settings import Settings
 

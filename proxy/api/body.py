@@ -11,8 +11,8 @@ from __future__ import annotations
 import orjson
 from starlette.requests import Request
 
-from proxy.api.client_timeouts import TIMED_OUT
 from proxy.api.hostile import MAX_EXPANDED, expansion_exceeds, ref_cycle
+from proxy.asgi.client_timeouts import TIMED_OUT
 from proxy.errors import ApiError
 from proxy.nesting import MAX_DEPTH, containers_at_most, depth_exceeds
 from proxy.types import ChatRequest

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 
-from proxy.api.disconnect import unless_client_leaves
 from proxy.api.failures import client_left
-from proxy.api.relay import SseWriter
+from proxy.asgi.direct_send import SseWriter
+from proxy.asgi.disconnect import unless_client_leaves
 from proxy.flow.chat import run_chat
 from proxy.flow.exchange import Exchange
 from proxy.flow.run import ChatRun

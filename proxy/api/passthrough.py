@@ -21,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 from proxy.api.body import read_body
 from proxy.api.failures import answer_or_error, error_reply
 from proxy.api.paths import passthrough_path
+from proxy.asgi.scopes import cancel_scope
 from proxy.backends.upstream import (
     fetch_listing,
     forward_headers,
@@ -35,7 +36,6 @@ from proxy.flow.retry import tool_mode
 from proxy.flow.run import UpstreamCall
 from proxy.observability.logs import IntendedCut, intend_cut
 from proxy.observability.telemetry import RequestRecord
-from proxy.scopes import cancel_scope
 from proxy.services import Services
 from proxy.settings import redact_url
 

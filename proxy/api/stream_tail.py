@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
+from proxy.asgi.scopes import cancel_scope
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange
-from proxy.scopes import cancel_scope
 
 INTERNAL = ApiError(500, "internal error in toolshim", code="internal_error")
 """what a client is told of a bug of ours mid-stream (the log has the rest)."""

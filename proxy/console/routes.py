@@ -1,6 +1,6 @@
 """The console's routes: the page at /ui and its JSON API under /admin/.
 
-The API is behind the same key check as every /admin/* path (middleware.py);
+The API is behind the same key check as every /admin/* path (middleware/keys.py);
 the page itself is public and shows only a login form until a key works.
 """
 
@@ -87,7 +87,7 @@ async def requests(request: Request) -> Response:
     except ValueError:
         raise ApiError(400, "limit must be an integer", param="limit") from None
     # Prompts are other people's conversations: only an admin key (checked by the edge,
-    # middleware.py) reads them; with no admin key configured, nobody does.
+    # middleware/keys.py) reads them; with no admin key configured, nobody does.
     shown = svc.console.keep_prompts and bool(request.scope["state"].get("admin"))
     items = svc.console.recent(prompts=shown)[:limit]
     return _json(request, {"capacity": svc.console.capacity,

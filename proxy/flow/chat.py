@@ -34,6 +34,7 @@ from dataclasses import replace
 import anyio
 import httpx
 
+from proxy.asgi.scopes import cancel_scope
 from proxy.backends.adapting import MAX_QUIRK_RETRIES, AdaptingSender
 from proxy.backends.error_text import client_message
 from proxy.backends.listing import require_listed
@@ -52,7 +53,6 @@ from proxy.flow.retry import below_min_validation, initial_plan, next_plan, rung
 from proxy.flow.run import ChatRun, UpstreamCall, UpstreamTurn
 from proxy.flow.send import Offered, send_chat
 from proxy.flow.server_loop import offered_server_tools, server_tool_run
-from proxy.scopes import cancel_scope
 from proxy.services import Services
 from proxy.transforms.request import apply_request_steps
 from proxy.transforms.response import ResponsePipeline, build_pipeline

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from proxy.asgi.scopes import cancel_scope
 from proxy.backends import wire
 from proxy.backends.sse_frames import UsageCounter
 from proxy.backends.upstream import Upstream, body_stream, transport_error
@@ -36,7 +37,6 @@ from proxy.flow.translate import (
 )
 from proxy.flow.turn import DirectWriter, Turn
 from proxy.observability.tap import Tap
-from proxy.scopes import cancel_scope
 from proxy.state.limits import Limiter
 from proxy.transforms.response import ResponsePipeline
 from proxy.transforms.response.assembly import CallCounts

@@ -8,7 +8,7 @@ import pytest
 from starlette.requests import Request
 
 from proxy.api.body import read_body
-from proxy.api.client_timeouts import TIMED_OUT
+from proxy.asgi.client_timeouts import TIMED_OUT
 from proxy.errors import ApiError
 
 

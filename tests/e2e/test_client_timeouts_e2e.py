@@ -12,8 +12,8 @@ import pytest
 from support.polling import until
 from support.servers import serve
 
-from proxy.api.client_timeouts import header_timeout_protocol
 from proxy.app import create_app
+from proxy.asgi.client_timeouts import header_timeout_protocol
 from proxy.settings import Settings
 
 DEADLINE = 0.5

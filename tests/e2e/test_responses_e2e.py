@@ -71,7 +71,7 @@ def test_create_streamed_events_in_order(client: openai.OpenAI, fake: FakeOllama
 def test_a_slow_stream_makes_one_delta_per_piece_in_order(
         client: openai.OpenAI, fake: FakeOllama, tools: bool) -> None:
     # Pieces 20 ms apart reach toolshim one read each, while it waits: their events are
-    # written from the upstream's read callback (relay.SseWriter), the rest by the
+    # written from the upstream's read callback (asgi/direct_send.py), the rest by the
     # task, all from one builder: one numbering, one delta per piece, the same text.
     pieces = [f"w{i} " for i in range(12)]
     fake.reply("qwen3:8b", Reply(content=pieces, delay=0.02))

@@ -1,7 +1,7 @@
 """A client that stops reading a stream for a while still gets all of it, in order.
 
 Pieces are written to the client from the upstream's read callback while its socket
-takes them (api/relay.py `SseWriter`); once the socket is full, uvicorn's send waits,
+takes them (asgi/direct_send.py `SseWriter`); once the socket is full, uvicorn's send waits,
 and the rest must wait with it instead of being lost, reordered or buffered without
 end. A small receive window and a pause make the socket fill long before the answer
 ends.

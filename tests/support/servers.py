@@ -10,7 +10,7 @@ from typing import Any
 
 import uvicorn
 
-from proxy.api.client_timeouts import header_timeout_protocol
+from proxy.asgi.client_timeouts import header_timeout_protocol
 from support.polling import until
 
 
@@ -26,7 +26,7 @@ def serve(app: Any, *, lifespan: str = "on", graceful: float | None = None,
     """Yield the base URL (http://127.0.0.1:PORT) while uvicorn serves `app`.
 
     `http`: the protocol; by default the one the CLI serves with (uvicorn's, with
-    the header deadline: proxy/api/client_timeouts.py). `tls`: (key file, certificate
+    the header deadline: proxy/asgi/client_timeouts.py). `tls`: (key file, certificate
     file): serve https (the URL says so)."""
     port = free_port()
     if http is None:

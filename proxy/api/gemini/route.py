@@ -27,8 +27,9 @@ from proxy.api.gemini.answer import AnswerBuilder, sse_frame
 from proxy.api.gemini.errors import render
 from proxy.api.gemini.path import METHODS, split_method
 from proxy.api.gemini.request import Translated, to_chat
-from proxy.api.relay import SseResponse, SseWriter
 from proxy.api.stream_tail import stream_body
+from proxy.asgi.direct_send import SseWriter
+from proxy.asgi.responses import SseResponse
 from proxy.backends.context import estimate_tokens
 from proxy.backends.listing import require_listed
 from proxy.errors import ApiError, check_model_name
@@ -104,7 +105,7 @@ async def _count(ex: Exchange, translated: Translated) -> Response:
 
 class _GeminiStream(SseResponse):
     """`streamGenerateContent`: once it flows, the chat chunks of each upstream read
-    become one response chunk written from the read callback (relay.SseWriter), the
+    become one response chunk written from the read callback (asgi/direct_send.py), the
     rest by the task; both through the one builder, so the chunks are the same."""
 
     def __init__(self, ex: Exchange, builder: AnswerBuilder, output: ChatOutput, *,

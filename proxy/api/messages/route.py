@@ -22,14 +22,15 @@ from starlette.types import Send
 
 from proxy.api.body import check_tool_refs, load_body, read_body
 from proxy.api.chat_output import ChatOutput, chat_chunks, output_of
-from proxy.api.disconnect import unless_client_leaves
 from proxy.api.failures import answer_or_error, client_left
 from proxy.api.messages.errors import error_type, render
 from proxy.api.messages.events import PING_FRAME, MessageBuilder, frames
 from proxy.api.messages.request import Translated, to_chat, validate
 from proxy.api.messages.waiting import WaitingStream, answered_in_time, drop
-from proxy.api.relay import SseResponse, SseWriter
 from proxy.api.stream_tail import stream_body
+from proxy.asgi.direct_send import SseWriter
+from proxy.asgi.disconnect import unless_client_leaves
+from proxy.asgi.responses import SseResponse
 from proxy.backends.context import prompt_tokens
 from proxy.backends.listing import require_listed
 from proxy.errors import ApiError
@@ -112,7 +113,7 @@ def _estimate(ex: Exchange, model: str, chars: int) -> int:
 
 class _MessagesStream(SseResponse):
     """A Messages event stream: once it flows, the chat chunks of each upstream read
-    become events and are written from the read callback (relay.SseWriter), the rest
+    become events and are written from the read callback (asgi/direct_send.py), the rest
     by the task; both through the one builder, so the events are the same."""
 
     def __init__(self, ex: Exchange, builder: MessageBuilder, output: ChatOutput) -> None:

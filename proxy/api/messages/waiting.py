@@ -21,12 +21,13 @@ from starlette.types import Send
 from proxy.api.chat_output import ChatOutput, output_of
 from proxy.api.messages.errors import error_type
 from proxy.api.messages.events import PING_FRAME, MessageBuilder, frames
-from proxy.api.relay import SseResponse, SseWriter
+from proxy.asgi.direct_send import SseWriter
+from proxy.asgi.responses import SseResponse
+from proxy.asgi.scopes import cancel_scope
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange
 from proxy.flow.run import ChatRun
 from proxy.flow.translate import ChunkOut
-from proxy.scopes import cancel_scope
 
 PING_AFTER = 3.0
 """seconds the flow may take to answer before the stream starts with pings."""

@@ -22,11 +22,12 @@ from starlette.types import Send
 from proxy.api.body import read_body
 from proxy.api.chat_output import ChatOutput, chat_chunks
 from proxy.api.failures import answer_or_error
-from proxy.api.relay import SseResponse, SseWriter
 from proxy.api.responses.events import Event, ResponseBuilder
 from proxy.api.responses.request import Translated, to_chat, validate
 from proxy.api.responses.store import ResponsesStore
 from proxy.api.stream_tail import stream_body
+from proxy.asgi.direct_send import SseWriter
+from proxy.asgi.responses import SseResponse
 from proxy.errors import ApiError
 from proxy.flow.exchange import Exchange, call_headers
 from proxy.flow.translate import ChunkOut, as_chunks
@@ -97,7 +98,7 @@ def _echo(body: JSON, translated: Translated) -> JSON:
 
 class _ResponsesStream(SseResponse):
     """A Responses event stream: once it flows, the chat chunks of each upstream read
-    become events and are written from the read callback (relay.SseWriter), the rest
+    become events and are written from the read callback (asgi/direct_send.py), the rest
     by the task; both through the one builder, so the events are the same."""
 
     def __init__(self, ex: Exchange, builder: ResponseBuilder, output: ChatOutput,

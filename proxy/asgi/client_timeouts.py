@@ -9,14 +9,11 @@ a request line, or headers and then a trickle of body, holds its connection
   start) to its complete headers; past it, a 408 and the connection closes.
   Bytes that are not HTTP get a 400 in the OpenAI error shape (uvicorn's own is
   plain text).
-- the body deadline (the edge, proxy/middleware.py): the whole body must
+- the body deadline (the edge, proxy/middleware/edge.py): the whole body must
   arrive within it; past it the app's `receive()` reports a disconnect and
   marks the request, and `read_body` answers 408 (see chat_request.read_body).
   A request whose body came with its headers is marked `BODY_IN`: nothing is
   left to wait for, and the edge arms no deadline.
-
-The protocol also gives each request's response the transport view of
-api/head_with_body.py (its head leaves with the first body piece).
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ from typing import Any
 import orjson
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-from proxy.api.head_with_body import HeadWithBody
 from proxy.errors import error_body
 
 TIMED_OUT = "client_timed_out"
@@ -79,15 +75,12 @@ class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         starts = before is None or before.response_complete  # this data begins a request
         super().data_received(data)
         cycle = self.cycle
-        if cycle is not before and cycle is not None:  # a request begun in this read
-            # Its response's head waits for its first body piece (api/head_with_body.py).
-            HeadWithBody(cycle, self.loop)
-            if not getattr(cycle, "more_body", True):
-                # Headers and body in this read, as a small request's usually are: all
-                # of it is in the server's buffer before the app runs.
-                state = cycle.scope.get("state")
-                if state is not None:
-                    state[BODY_IN] = True
+        if cycle is not before and cycle is not None and not getattr(cycle, "more_body", True):
+            # A request begun in this read with its headers and body, as a small request's
+            # usually are: all of it is in the server's buffer before the app runs.
+            state = cycle.scope.get("state")
+            if state is not None:
+                state[BODY_IN] = True
         if self._header_timer is not None:
             if self.cycle is not self._armed_for:
                 self._disarm()  # a new request's headers are complete

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from starlette.types import Message, Receive
 
-from proxy.api.disconnect import WATCH_AFTER, unless_client_leaves
+from proxy.asgi.disconnect import WATCH_AFTER, unless_client_leaves
 from proxy.errors import ApiError
 
 

@@ -5,10 +5,10 @@ else reads the connection, and a non-streaming Ollama answer (or a model load)
 can keep a GPU busy for minutes after the client is gone.
 
 The watcher is a plain asyncio task and one cancel scope (an anyio task group
-here was ~14% of a non-streaming request's CPU in the W1 profile), and the task
-is only made once the work has run for `WATCH_AFTER`: most answers through a
-local proxy are done sooner, and for them the task (its creation, first step
-and cancellation) was 2% of W1's instructions. A client that leaves early is
+costs several times as much), and the task is only made once the work has run for
+`WATCH_AFTER`: most answers through a local proxy are done sooner, and for them the
+task's creation, first step and cancellation would be all it did
+(bench/README.md has the numbers). A client that leaves early is
 still noticed, at most `WATCH_AFTER` late: nothing costly has happened by then.
 A stream's body is watched from its start (`watch_after=0`): it lasts.
 Must not: read the request body (it has been read) or answer the client.
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import anyio
 from starlette.types import Receive
 
-from proxy.scopes import cancel_scope
+from proxy.asgi.scopes import cancel_scope
 
 T = TypeVar("T")
 

@@ -6,7 +6,7 @@ import asyncio
 
 import anyio
 
-from proxy.scopes import cancel_scope
+from proxy.asgi.scopes import cancel_scope
 
 
 async def test_the_scope_is_anyios_own_and_cancels() -> None:
