@@ -60,3 +60,10 @@ def test_every_top_level_module_has_a_layer() -> None:
                if (p.suffix == ".py" and p.stem != "__init__")
                or (p.is_dir() and (p / "__init__.py").exists())}
     assert present <= placed, sorted(present - placed)
+
+
+def test_no_module_is_over_400_lines() -> None:
+    # A module past 400 lines holds more than one job: split it where its jobs part.
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "proxy").rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 400}
+    assert not long, long

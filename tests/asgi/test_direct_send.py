@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from proxy.api.relay import frames
+from proxy.api.chat.answer import frames
 from proxy.asgi.direct_send import SseWriter
 from proxy.sse import SseFrames
 

@@ -59,7 +59,7 @@ def test_a_plain_stream_reaches_the_client_byte_for_byte_however_it_arrives(
         fake: FakeOllama, proxy_url: str, pieces: list[str], cuts: list[int],
         delay: float) -> None:
     # Reads that come while the relay waits are written from the upstream's read
-    # callback, the others by the relay's task (api/relay.py): a plain stream (no
+    # callback, the others by the relay's task (api/chat/answer.py): a plain stream (no
     # tools, no reasoning marker) must be the upstream's own bytes either way.
     body = _frames(pieces, b"\n")
     points = sorted({c % len(body) for c in cuts} - {0})

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from proxy.api.relay import frame as relay_frame
+from proxy.api.chat.answer import frame as relay_frame
 from proxy.errors import ApiError
 from proxy.flow.fast_answer import FastCompletionTranslator
 from proxy.flow.fast_stream import FastSseTranslator

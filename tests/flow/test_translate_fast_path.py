@@ -22,7 +22,7 @@ from factories import OLLAMA_HEAD, chunk, response_pipeline, sse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.api.relay import frame
+from proxy.api.chat.answer import frame
 from proxy.flow.fast_stream import FastSseTranslator
 from proxy.flow.translate import ChunkOut, SseTranslator
 from proxy.types import Profile, ReasoningPolicy

@@ -20,7 +20,7 @@ from factories import OLLAMA_HEAD, chunk, response_pipeline, sse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.api.relay import frame
+from proxy.api.chat.answer import frame
 from proxy.backends.sse_frames import UsageCounter
 from proxy.flow.fast_answer import FastCompletionTranslator
 from proxy.flow.fast_stream import FastSseTranslator

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.api.relay import frame
+from proxy.api.chat.answer import frame
 from proxy.flow.fast_answer import FastCompletionTranslator
 from proxy.flow.fast_stream import FastSseTranslator
 from proxy.flow.translate import ChunkOut, CompletionTranslator, SseTranslator, Translator
