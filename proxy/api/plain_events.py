@@ -38,7 +38,9 @@ def plain_head(read: SseFrames) -> tuple[int, list[str]]:
         return 0, []
     start = at + len(_HEAD)
     prefix = read[:start]
-    if prefix.find(b'"usage"') >= 0:
+    # The prefix must be the first event's own start: another event before it (a finish,
+    # a role) is not plain and must not be taken as part of one.
+    if prefix.find(b'"usage"') >= 0 or prefix.find(b"\n\n") >= 0:
         return 0, []
     # _TAIL holds raw quotes and a blank line: it cannot occur inside a JSON string.
     pieces = read.split(_TAIL)

@@ -9,9 +9,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxy.api.body import read_body
+from proxy.api.chat.answer import json_response, sse_response
 from proxy.api.chat.request import parse_chat_request
 from proxy.api.failures import answer_or_error, client_left
-from proxy.api.chat.answer import json_response, sse_response
 from proxy.asgi.disconnect import unless_client_leaves
 from proxy.flow.chat import run_chat
 from proxy.flow.exchange import Exchange
