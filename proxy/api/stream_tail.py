@@ -36,9 +36,12 @@ class Framing(Protocol):
 
 
 async def stream_body(ex: Exchange, batches: AsyncIterator[Any], framing: Framing, what: str,
-                      close: Callable[[], Awaitable[None]]) -> AsyncIterator[bytes]:
+                      close: Callable[[], Awaitable[None]], *, shields_itself: bool = False,
+                      ) -> AsyncIterator[bytes]:
     """The stream's bytes: `batches` framed, then the ending; `close` runs at the end,
-    shielded. `what` names the stream in the log."""
+    shielded (`shields_itself`: it does so on its own, as `ChatRun.aclose` does, and a
+    second cancel scope per stream would be spent for nothing). `what` names the stream
+    in the log."""
     piece = framing.piece
     try:
         async for batch in batches:
@@ -53,5 +56,8 @@ async def stream_body(ex: Exchange, batches: AsyncIterator[Any], framing: Framin
             "record": {"request_id": ex.record.request_id}})
         yield framing.failed(INTERNAL)
     finally:
-        with cancel_scope(shield=True):
+        if shields_itself:
             await close()
+        else:
+            with cancel_scope(shield=True):
+                await close()

@@ -55,7 +55,8 @@ def frames(batch: list[ChunkOut]) -> bytes:
 
 
 def _sse_body(run: ChatRun, direct: SseWriter | None = None) -> AsyncIterator[bytes]:
-    return stream_body(run.ex, run.batches(direct), _CHAT, "chat", run.aclose)
+    return stream_body(run.ex, run.batches(direct), _CHAT, "chat", run.aclose,
+                       shields_itself=True)
 
 
 class _ChatFraming:
