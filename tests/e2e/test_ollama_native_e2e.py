@@ -31,6 +31,13 @@ MSG: list[Any] = [{"role": "user", "content": "weather in Tokyo?"}]
 AUTO = "version: 1\ndefaults:\n  num_ctx: auto\n"
 
 
+USED_TOOL_39: list[Any] = [*MSG, {"role": "assistant", "content": "", "tool_calls": [
+    {"id": "call_1", "type": "function",
+     "function": {"name": "tool_39", "arguments": '{"path": "a"}'}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "found"}]
+"""a conversation that used the last tool: trimming must keep it."""
+
+
 def agent_tools(count: int = 40) -> list[dict[str, Any]]:
     """An agent's tool list: ~950 characters each, like real coding-agent tools."""
     text = "Reads part of the workspace and reports what it finds, with care. " * 11
@@ -221,12 +228,8 @@ def test_trim_drops_unused_tools_to_fit_the_models_maximum(
         start: Callable[..., openai.OpenAI], native: FakeOllamaNative) -> None:
     native.reply("small:1b", NativeReply(content=["ok"]))
     client = start(AUTO)
-    history: list[Any] = [*MSG, {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_1", "type": "function",
-         "function": {"name": "tool_39", "arguments": '{"path": "a"}'}}]},
-        {"role": "tool", "tool_call_id": "call_1", "content": "found"}]
     raw = client.chat.completions.with_raw_response.create(
-        model="small:1b", messages=history, tools=agent_tools(40))  # type: ignore[arg-type]
+        model="small:1b", messages=USED_TOOL_39, tools=agent_tools(40))  # type: ignore[arg-type]
     stripped = int(raw.headers["x-toolshim-tools-stripped"])
     assert raw.headers["x-toolshim-num-ctx"] == "8192"
     sent = [t["function"]["name"] for t in native.native_requests()[-1]["tools"]]
@@ -241,12 +244,8 @@ def test_trim_shortens_an_emulated_tool_list_too(
     # client's list is trimmed and described again.
     native.reply("small:1b", NativeReply(content=["ok"]))
     client = start(AUTO + 'models:\n  "small*":\n    tools: emulate\n')
-    history: list[Any] = [*MSG, {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_1", "type": "function",
-         "function": {"name": "tool_39", "arguments": '{"path": "a"}'}}]},
-        {"role": "tool", "tool_call_id": "call_1", "content": "found"}]
     raw = client.chat.completions.with_raw_response.create(
-        model="small:1b", messages=history, tools=agent_tools(40))  # type: ignore[arg-type]
+        model="small:1b", messages=USED_TOOL_39, tools=agent_tools(40))  # type: ignore[arg-type]
     assert raw.headers["x-toolshim-rung"] == "emulate"
     stripped = int(raw.headers["x-toolshim-tools-stripped"])
     sent = native.native_requests()[-1]
