@@ -42,7 +42,7 @@ class ForwardProxy:
         except (OSError, asyncio.IncompleteReadError, ValueError):
             pass
         finally:
-            writer.close()
+            await _closed(writer)
 
     async def _tunnel(self, target: str, reader: asyncio.StreamReader,
                       writer: asyncio.StreamWriter) -> None:
@@ -67,7 +67,7 @@ class ForwardProxy:
         except (OSError, asyncio.IncompleteReadError):
             pass
         finally:
-            up_writer.close()  # the client left: so does the proxy's own request
+            await _closed(up_writer)  # the client left: so does the proxy's own request
             with suppress(OSError):
                 await back
 
@@ -96,7 +96,16 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     except OSError:
         pass
     finally:
-        writer.close()
+        await _closed(writer)
+
+
+async def _closed(writer: asyncio.StreamWriter) -> None:
+    """Close and wait until the transport is gone: a transport left closing when the
+    proxy's loop stops is collected later, in another test, as an unclosed-transport
+    ResourceWarning (an error under `filterwarnings = error`)."""
+    writer.close()
+    with suppress(Exception):
+        await writer.wait_closed()
 
 
 @contextmanager
