@@ -13,8 +13,9 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParsedCall, ParseResult
+from proxy.formats.base import ParsedCall, ParseResult, remaining_text
 from proxy.formats.blocks import Block, find_blocks, marker_pattern, splice, tool_list
+from proxy.formats.detect import drop_controls
 from proxy.types import JSON, ToolDef
 
 
@@ -29,6 +30,10 @@ class BlockFormat(ABC):
     """Between two tools in the prompt (templates that print one JSON list use ", ")."""
     drop: tuple[str, ...] = ()
     """Control tokens removed from the text around the calls."""
+    controls: tuple[str, ...] = ()
+    """Section markers and headers that are markup wherever they stand, kept blocks
+    included: no result holds them (recovery drops them from any format's result too,
+    formats.detect.recover_with)."""
     result_template = "{content}"
     """A tool result in the history; `{name}` is the tool, `{content}` its output."""
 
@@ -55,4 +60,8 @@ class BlockFormat(ABC):
         return find_blocks(text, self.starts(), lambda t, at: self.parse_at(t, at, tools))
 
     def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        return splice(text, self.find(text, tools), drop=self.drop)
+        result = splice(text, self.find(text, tools), drop=self.drop)
+        if not self.controls or result.text is None:
+            return result
+        return ParseResult(result.calls,
+                           remaining_text([drop_controls(result.text, self.controls)]))

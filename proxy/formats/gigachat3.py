@@ -14,10 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from proxy.formats.base import ParsedCall, ParseResult, remaining_text
+from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import Block, dumps
-from proxy.formats.detect import drop_controls
 from proxy.formats.json_scan import call_from_object, json_at, past_close
 from proxy.types import JSON
 
@@ -60,11 +59,6 @@ class GigaChat3(BlockFormat):
     markers: tuple[str, ...] = (_MESSAGE_SEP, _FUNCTION_CALL)
     controls: tuple[str, ...] = (_MESSAGE_SEP,)
 
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        # Markup goes without a trace, as formats.detect drops it from any result.
-        result = super().parse(text, tools)
-        return ParseResult(result.calls, remaining_text([drop_controls(result.text or "",
-                                                                       self.controls)]))
     instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:

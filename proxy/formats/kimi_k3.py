@@ -16,10 +16,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proxy.formats.base import ParsedCall, ParseResult, remaining_text
+from proxy.formats.base import ParsedCall
 from proxy.formats.block_format import BlockFormat
 from proxy.formats.blocks import Block, dumps, section_block
-from proxy.formats.detect import drop_controls
 from proxy.formats.json_scan import past_close, skip_space, valid_name
 from proxy.formats.jsonish import loads_strict
 from proxy.types import JSON
@@ -118,11 +117,6 @@ class KimiK3(BlockFormat):
     markers: tuple[str, ...] = (_TOOLS,)
     controls: tuple[str, ...] = (*_RESPONSE, _MESSAGE_CLOSE)
 
-    def parse(self, text: str, tools: Mapping[str, JSON]) -> ParseResult:
-        # Markup goes without a trace, as formats.detect drops it from any result.
-        result = super().parse(text, tools)
-        return ParseResult(result.calls, remaining_text([drop_controls(result.text or "",
-                                                                       self.controls)]))
     instructions = _INSTRUCTIONS
 
     def render_calls(self, calls: Sequence[ParsedCall]) -> str:
