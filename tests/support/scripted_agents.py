@@ -3,7 +3,7 @@ agents tier (tests/agents/), in four behaviours, deciding every answer from the
 request alone (the tools offered, or described in the system prompt, and the
 conversation so far); nothing is queued ahead.
 
-Behaviours: `native` (tool_calls streamed in fragments), `hermes` (calls written as
+Behaviours: `native` (a call in `tool_calls`, whole in one chunk as Ollama's /v1 sends it), `hermes` (calls written as
 `<tool_call>{json}</tool_call>` text), `qwen3_xml` (Qwen3-Coder's
 `<function=...><parameter=...>` text) and `refusing` (any request with `tools` gets
 Ollama's exact 400 "does not support tools"; a tool described in the system prompt
@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from support.fake_ollama import no_tools_body
+from support.fake_ollama import go_json, no_tools_body
 
 BEHAVIOURS = ("native", "hermes", "qwen3_xml", "refusing")
 TOKEN = re.compile(r"\b[a-z]+-\d{3,}-[a-z]+\b")
@@ -64,7 +64,7 @@ class ScriptedAgentModel:
         text, call = decide(body, self.behaviour == "refusing")
         pieces = _render(text, call, self.behaviour)
         if not body.get("stream"):
-            return JSONResponse(_whole(body["model"], pieces))
+            return Response(go_json(_whole(body["model"], pieces)), media_type="application/json")
         return StreamingResponse(_stream(body["model"], pieces), media_type="text/event-stream")
 
 
@@ -175,40 +175,48 @@ def _cut(text: str, size: int = 12) -> list[Any]:
     return [text[i:i + size] for i in range(0, len(text), size)] or [""]
 
 
+_HEAD = {"id": "chatcmpl-527", "created": 1755000000}
+"""what every answer of one Ollama /v1 stream shares (Ollama's `chatcmpl-<n>` id)."""
+
+
 def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
-    return b"data: " + orjson.dumps({
-        "id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0,
-        "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) \
-        + b"\n\n"
+    # Ollama's /v1 bytes (>= 0.32.6): its fields and order, Go's HTML-safe escaping.
+    return b"data: " + go_json({
+        **_HEAD, "object": "chat.completion.chunk", "model": model,
+        "system_fingerprint": "fp_ollama",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + b"\n\n"
 
 
 async def _stream(model: str, pieces: list[Any]) -> Any:
     yield _chunk(model, {"role": "assistant", "content": ""})
-    calls = False
     for piece in pieces:
         if isinstance(piece, str):
             yield _chunk(model, {"content": piece})
-            continue
-        first = "name" in piece
-        calls = True
-        function = {"name": piece["name"], "arguments": ""} if first else piece
-        call = {"index": 0, "function": function}
-        if first:
-            call.update(id="call_scripted01", type="function")
-        yield _chunk(model, {"tool_calls": [call]})
-    yield _chunk(model, {}, "tool_calls" if calls else "stop")
+    call = _call(pieces)
+    if call is not None:  # Ollama sends a call whole, in one chunk
+        yield _chunk(model, {"tool_calls": [{"index": 0, **call}]})
+    yield _chunk(model, {}, "tool_calls" if call is not None else "stop")
     yield b"data: [DONE]\n\n"
+
+
+def _call(pieces: list[Any]) -> dict[str, Any] | None:
+    """The native call the pieces make, whole: id, type, function (name, arguments)."""
+    named = [p for p in pieces if isinstance(p, dict)]
+    if not named:
+        return None
+    return {"id": "call_ab12cd34", "type": "function", "function": {
+        "name": named[0]["name"],
+        "arguments": "".join(p.get("arguments", "") for p in named[1:])}}
 
 
 def _whole(model: str, pieces: list[Any]) -> dict[str, Any]:
     text = "".join(p for p in pieces if isinstance(p, str))
     message: dict[str, Any] = {"role": "assistant", "content": text}
-    named = [p for p in pieces if isinstance(p, dict)]
-    if named:
-        message["tool_calls"] = [{"id": "call_scripted01", "type": "function", "function": {
-            "name": named[0]["name"],
-            "arguments": "".join(p.get("arguments", "") for p in named[1:])}}]
-    return {"id": "chatcmpl-scripted", "object": "chat.completion", "created": 0,
-            "model": model, "choices": [{"index": 0, "message": message,
-                                         "finish_reason": "tool_calls" if named else "stop"}],
+    call = _call(pieces)
+    if call is not None:
+        message["tool_calls"] = [call]
+    return {**_HEAD, "object": "chat.completion", "model": model,
+            "system_fingerprint": "fp_ollama",
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if call is not None else "stop"}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
